@@ -1,0 +1,128 @@
+// Run-time configuration from the environment and the same names as command-line flags (--port 8080, --data-dir=...).
+
+import { availableParallelism } from 'node:os';
+import {
+  argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, bodyBytesMax,
+  snapshotEveryRecordsDefault, snapshotEverySecondsDefault, verifyCacheTtlMsDefault,
+} from './limits.js';
+
+export type FsyncPolicy = 'always' | 'interval' | 'off';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  /** Undefined: http://HOST:PORT with the port actually bound. */
+  readonly publicUrl: string | undefined;
+  readonly adminEmail: string | undefined;
+  readonly adminPassword: string | undefined;
+  readonly fsync: FsyncPolicy;
+  readonly logLevel: string;
+  readonly keyFile: string;
+  readonly serverKey: string | undefined;
+  readonly hashWorkers: number;
+  readonly argon2: { memoryKiB: number; iterations: number; parallelism: number };
+  readonly verifyCacheTtlMs: number;
+  readonly snapshotEveryRecords: number;
+  readonly snapshotEverySeconds: number;
+  readonly bodyBytesMax: number;
+  readonly realm: string;
+  readonly allowUwsFallback: boolean;
+}
+
+/** Every setting, its default and what it does: the README's configuration table is this list. */
+export const settings = {
+  PORT: { default: '8080', help: 'TCP port to listen on (0 picks a free one).' },
+  HOST: { default: '0.0.0.0', help: 'Address to listen on.' },
+  DATA_DIR: { default: './data', help: 'Directory of the write-ahead log and snapshots.' },
+  PUBLIC_URL: { default: 'http://HOST:PORT', help: 'Base of every href in responses.' },
+  ADMIN_EMAIL: { default: 'admin@example.com', help: 'First admin User, created on first start only.' },
+  ADMIN_PASSWORD: { default: '(generated, logged once)', help: 'Password of the first admin User, first start only.' },
+  FSYNC: { default: 'always', help: 'always: reply after fdatasync; interval: fdatasync every 1 s (up to 1 s of acknowledged writes can be lost on power failure); off: leave it to the OS.' },
+  LOG_LEVEL: { default: 'info', help: 'pino level: fatal, error, warn, info, debug, trace, silent.' },
+  KEY_FILE: { default: './secrets/server.key', help: 'Server key from which API Key secrets are derived; created on first start. Keep it outside the data directory and back it up separately.' },
+  SERVER_KEY: { default: '(unset)', help: 'The server key itself (base64 or hex, 32+ bytes), instead of KEY_FILE.' },
+  HASH_WORKERS: { default: 'CPU count', help: 'Worker threads for argon2id.' },
+  ARGON2_MEMORY_KIB: { default: String(argon2MemoryKiBDefault), help: 'argon2id memory cost (KiB).' },
+  ARGON2_ITERATIONS: { default: String(argon2IterationsDefault), help: 'argon2id time cost.' },
+  ARGON2_PARALLELISM: { default: String(argon2ParallelismDefault), help: 'argon2id parallelism.' },
+  VERIFY_CACHE_TTL_MS: { default: String(verifyCacheTtlMsDefault), help: 'How long a successful password verification is remembered (0 turns the cache off).' },
+  SNAPSHOT_EVERY_RECORDS: { default: String(snapshotEveryRecordsDefault), help: 'Take a snapshot after this many log records.' },
+  SNAPSHOT_EVERY_SECONDS: { default: String(snapshotEverySecondsDefault), help: 'Take a snapshot at least this often when something changed.' },
+  BODY_BYTES_MAX: { default: String(bodyBytesMax), help: 'Largest request body (bytes); larger ones get 413.' },
+  REALM: { default: 'authd', help: 'Realm named in WWW-Authenticate.' },
+  ALLOW_UWS_FALLBACK: { default: '0', help: 'Set to 1 to run on uWebSockets.js\' slow pure-JS fallback when its native binary cannot load.' },
+} as const;
+
+export type SettingName = keyof typeof settings;
+
+export class ConfigError extends Error {}
+
+/** The default public URL once the bound port is known; a wildcard listen address is shown as localhost. */
+export function defaultPublicUrl(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+}
+
+/** `--data-dir x`, `--data-dir=x`, `--DATA_DIR x` all set DATA_DIR. */
+export function parseFlags(argv: readonly string[]): Partial<Record<SettingName, string>> {
+  const out: Partial<Record<SettingName, string>> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${arg}`);
+    const eq = arg.indexOf('=');
+    const rawName = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    const name = rawName.replace(/-/g, '_').toUpperCase();
+    if (!(name in settings)) throw new ConfigError(`unknown flag --${rawName}`);
+    let value: string | undefined = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    if (value === undefined) throw new ConfigError(`flag --${rawName} needs a value`);
+    out[name as SettingName] = value;
+  }
+  return out;
+}
+
+function integer(name: SettingName, raw: string, min: number, max: number): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer in ${min}..${max}, got "${raw}"`);
+  return n;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Config {
+  const flags = parseFlags(argv);
+  const get = (name: SettingName): string | undefined => {
+    const v = flags[name] ?? env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const port = integer('PORT', get('PORT') ?? '8080', 0, 65535);
+  const host = get('HOST') ?? '0.0.0.0';
+  const fsync = get('FSYNC') ?? 'always';
+  if (fsync !== 'always' && fsync !== 'interval' && fsync !== 'off') throw new ConfigError(`FSYNC must be always, interval or off, got "${fsync}"`);
+  const publicUrl = get('PUBLIC_URL')?.replace(/\/+$/, '');
+  if (publicUrl !== undefined && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(publicUrl)) {
+    throw new ConfigError(`PUBLIC_URL must be an http(s) URL, got "${publicUrl}"`);
+  }
+  const memoryKiB = integer('ARGON2_MEMORY_KIB', get('ARGON2_MEMORY_KIB') ?? String(argon2MemoryKiBDefault), 8, 4 * 1024 * 1024);
+  const parallelism = integer('ARGON2_PARALLELISM', get('ARGON2_PARALLELISM') ?? String(argon2ParallelismDefault), 1, 16);
+  if (memoryKiB < 8 * parallelism) throw new ConfigError('ARGON2_MEMORY_KIB must be at least 8 x ARGON2_PARALLELISM');
+  return {
+    port, host, publicUrl, fsync,
+    dataDir: get('DATA_DIR') ?? './data',
+    adminEmail: get('ADMIN_EMAIL'),
+    adminPassword: get('ADMIN_PASSWORD'),
+    logLevel: get('LOG_LEVEL') ?? 'info',
+    keyFile: get('KEY_FILE') ?? './secrets/server.key',
+    serverKey: get('SERVER_KEY'),
+    hashWorkers: integer('HASH_WORKERS', get('HASH_WORKERS') ?? String(availableParallelism()), 1, 256),
+    argon2: {
+      memoryKiB,
+      iterations: integer('ARGON2_ITERATIONS', get('ARGON2_ITERATIONS') ?? String(argon2IterationsDefault), 1, 100),
+      parallelism,
+    },
+    verifyCacheTtlMs: integer('VERIFY_CACHE_TTL_MS', get('VERIFY_CACHE_TTL_MS') ?? String(verifyCacheTtlMsDefault), 0, 24 * 3600 * 1000),
+    snapshotEveryRecords: integer('SNAPSHOT_EVERY_RECORDS', get('SNAPSHOT_EVERY_RECORDS') ?? String(snapshotEveryRecordsDefault), 1, 1e9),
+    snapshotEverySeconds: integer('SNAPSHOT_EVERY_SECONDS', get('SNAPSHOT_EVERY_SECONDS') ?? String(snapshotEverySecondsDefault), 1, 1e7),
+    bodyBytesMax: integer('BODY_BYTES_MAX', get('BODY_BYTES_MAX') ?? String(bodyBytesMax), 1024, 64 * 1024 * 1024),
+    realm: (get('REALM') ?? 'authd').replace(/["\\]/g, ''),
+    allowUwsFallback: get('ALLOW_UWS_FALLBACK') === '1' || get('ALLOW_UWS_FALLBACK') === 'true',
+  };
+}

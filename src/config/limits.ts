@@ -1,0 +1,85 @@
+// Every limit of the service as a named constant, unit last; imports nothing.
+
+// HTTP input
+export const bodyBytesMax = 1024 * 1024;
+export const authorizationHeaderBytesMax = 8 * 1024;
+export const searchTermCharsMax = 256;
+export const idCharsMax = 64;
+/** A body that has not finished arriving by then is answered 408 and the connection closed. */
+export const bodyReceiveTimeoutMs = 10_000;
+
+// Entity fields
+export const nameCharsMax = 256;
+export const descriptionCharsMax = 4096;
+export const emailCharsMax = 254;
+export const emailLocalCharsMax = 64;
+export const passwordCharsMin = 7;
+export const passwordBytesMax = 1024;
+export const passwordHashCharsMax = 512;
+export const customDataBytesMax = 64 * 1024;
+export const customDataDepthMax = 32;
+export const ipAddressCharsMax = 64;
+
+// Relations per entity
+export const applicationsPerUserMax = 1000;
+export const groupsPerUserMax = 1000;
+export const apikeysPerUserMax = 100;
+
+// Identifiers
+export const entityIdChars = 22;
+export const apikeyIdChars = 25;
+export const apikeySecretBytes = 32;
+
+// Password hashing (argon2id, OWASP's second recommended setting)
+export const argon2MemoryKiBDefault = 19456;
+export const argon2IterationsDefault = 2;
+export const argon2ParallelismDefault = 1;
+export const argon2SaltBytes = 16;
+export const argon2HashBytes = 32;
+/** Verifications and hashes waiting for a worker; past it requests are shed with 503. */
+export const hashQueueMax = 256;
+export const hashRetryAfterS = 1;
+
+// Verified-credential cache
+export const verifyCacheTtlMsDefault = 60_000;
+export const verifyCacheEntriesMax = 100_000;
+
+// Write-ahead log and snapshots
+/** A group commit larger than this is split into several writes (still one fdatasync). */
+export const walWriteBytesMax = 8 * 1024 * 1024;
+export const walRecordBytesMax = 16 * 1024 * 1024;
+export const fsyncIntervalMsMax = 1000;
+export const snapshotEveryRecordsDefault = 100_000;
+export const snapshotEverySecondsDefault = 3600;
+/** Entities encoded per event-loop turn while a snapshot is written, so serving never stalls long. */
+export const snapshotChunkEntities = 2000;
+export const snapshotsKept = 2;
+
+// Shutdown
+export const shutdownGraceMs = 10_000;
+
+// --- auth: credential primitives (src/auth/) ---
+/** Stored hashes above these are refused on import and answer false on verify: one hostile imported
+ *  hash must not pin a worker for seconds or allocate memory without bound. 64 MiB is RFC 9106's
+ *  second recommendation and argon2-cffi's default, the largest setting an honest import is likely to carry. */
+export const argon2MemoryKiBMax = 65_536;
+export const argon2IterationsMax = 10;
+export const argon2ParallelismMax = 16;
+/** The reference implementation refuses salts under 8 bytes; under 16 bytes of output a hash is weak. */
+export const argon2SaltBytesMin = 8;
+export const argon2SaltBytesMax = 64;
+export const argon2HashBytesMin = 16;
+export const argon2HashBytesMax = 64;
+/** bcrypt's own range is 4..31; past 16 (about 5 s per verify) an imported hash is a denial of service. */
+export const bcryptCostMin = 4;
+export const bcryptCostMax = 16;
+/** bcrypt reads at most this much of the password; longer inputs are cut here as every bcrypt does. */
+export const bcryptPasswordBytesMax = 72;
+/** Key for HMAC-SHA256 of the API Key secrets; shorter than the hash output would weaken it. */
+export const apikeyServerKeyBytesMin = 32;
+export const apikeyNonceBytes = 16;
+/** Per-process key of the verified-credential cache's HMAC. */
+export const verifyCacheKeyBytes = 32;
+/** Hash workers that die this many times in a row without finishing a job mean the worker cannot start
+ *  (missing file, broken install): the pool stops respawning and fails every job rather than spin. */
+export const hashWorkerCrashesInARowMax = 8;

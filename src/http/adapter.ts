@@ -1,0 +1,191 @@
+// The uWebSockets.js front end and the only file that imports it: request capture, bounded bodies, corked replies, shutdown.
+
+import { createRequire } from 'node:module';
+import type * as Uws from 'uWebSockets.js';
+
+/** What a handler sees of a request: copied out of uWS synchronously, so it outlives the stack-allocated original. */
+export interface HttpRequest {
+  readonly method: string;
+  /** Raw (still percent-encoded) path without the query string. */
+  readonly path: string;
+  readonly query: string;
+  readonly authorization: string;
+  readonly contentType: string;
+  readonly remoteAddress: string;
+  readonly body: Buffer | undefined;
+  /** process.hrtime.bigint() when the request arrived. */
+  readonly startedAt: bigint;
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly body: string;
+  readonly headers?: readonly (readonly [string, string])[];
+}
+
+export type Handler = (req: HttpRequest) => Reply | Promise<Reply>;
+
+export interface AdapterOptions {
+  host: string;
+  port: number;
+  bodyBytesMax: number;
+  bodyReceiveTimeoutMs: number;
+  allowSlowFallback: boolean;
+  handler: Handler;
+  /** Called once per finished request, for the request log and metrics. */
+  onFinished(req: { method: string; path: string }, status: number, durationMs: number): void;
+  /** Replies for failures the adapter detects before a handler runs. */
+  earlyReply(kind: 'payload_too_large' | 'request_timeout' | 'internal'): Reply;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  readonly native: boolean;
+  /** Stop accepting connections, then resolve when every in-flight request has been answered (or the grace time passed). */
+  close(graceMs: number): Promise<void>;
+}
+
+const statusLines: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 400: '400 Bad Request', 401: '401 Unauthorized', 404: '404 Not Found',
+  405: '405 Method Not Allowed', 408: '408 Request Timeout', 409: '409 Conflict', 413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type', 431: '431 Request Header Fields Too Large', 500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
+
+function statusLine(status: number): string {
+  return statusLines[status] ?? `${status} Status`;
+}
+
+/** uWS quietly falls back to a slow pure-JS server when its binary does not load; the fallback lacks getParts. */
+function loadUws(allowSlowFallback: boolean): { uws: typeof Uws; native: boolean } {
+  const require = createRequire(import.meta.url);
+  const originalWarn = console.warn;
+  let warning = '';
+  console.warn = (...args: unknown[]) => { warning += args.join(' '); };
+  let uws: typeof Uws;
+  try {
+    uws = require('uWebSockets.js') as typeof Uws;
+  } finally {
+    console.warn = originalWarn;
+  }
+  const native = typeof (uws as { getParts?: unknown }).getParts === 'function';
+  if (!native && !allowSlowFallback) {
+    throw new Error(
+      'uWebSockets.js could not load its native binary and would fall back to a slow pure-JS server ' +
+      `(${warning.split('\n').find((l) => l.trim().length > 0) ?? 'no reason given'}). ` +
+      'Refusing to start; set ALLOW_UWS_FALLBACK=1 to run anyway.',
+    );
+  }
+  return { uws, native };
+}
+
+const methodsWithBody = new Set(['post', 'put', 'patch']);
+
+export function startServer(opts: AdapterOptions): Promise<RunningServer> {
+  const { uws, native } = loadUws(opts.allowSlowFallback);
+  const app = uws.App();
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+
+  const finish = (res: Uws.HttpResponse, state: { aborted: boolean; done: boolean }, meta: { method: string; path: string; startedAt: bigint }, reply: Reply): void => {
+    if (state.done) return;
+    state.done = true;
+    inFlight--;
+    if (!state.aborted) {
+      res.cork(() => {
+        res.writeStatus(statusLine(reply.status));
+        res.writeHeader('Content-Type', 'application/json');
+        if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
+        res.end(reply.body, reply.status === 413 || reply.status === 408);
+      });
+    }
+    opts.onFinished(meta, reply.status, Number(process.hrtime.bigint() - meta.startedAt) / 1e6);
+    if (inFlight === 0 && drained !== undefined) drained();
+  };
+
+  const dispatch = (res: Uws.HttpResponse, state: { aborted: boolean; done: boolean }, request: HttpRequest): void => {
+    let result: Reply | Promise<Reply>;
+    try {
+      result = opts.handler(request);
+    } catch {
+      result = opts.earlyReply('internal');
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (reply) => finish(res, state, request, reply),
+        () => finish(res, state, request, opts.earlyReply('internal')),
+      );
+    } else {
+      finish(res, state, request, result);
+    }
+  };
+
+  app.any('/*', (res, req) => {
+    const startedAt = process.hrtime.bigint();
+    const method = req.getMethod();
+    const meta = {
+      method: method.toUpperCase(), path: req.getUrl(), query: req.getQuery() ?? '',
+      authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'),
+      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(), startedAt,
+    };
+    const contentLength = req.getHeader('content-length');
+    const state = { aborted: false, done: false };
+    inFlight++;
+    res.onAborted(() => {
+      state.aborted = true;
+      if (!state.done) { state.done = true; inFlight--; if (inFlight === 0 && drained !== undefined) drained(); }
+    });
+
+    if (!methodsWithBody.has(method)) {
+      dispatch(res, state, { ...meta, body: undefined });
+      return;
+    }
+    // Bounded while streaming: refuse on the declared length, then re-check the running length per chunk.
+    if (contentLength !== '' && Number(contentLength) > opts.bodyBytesMax) {
+      finish(res, state, meta, opts.earlyReply('payload_too_large'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const timer = setTimeout(() => {
+      finish(res, state, meta, opts.earlyReply('request_timeout'));
+    }, opts.bodyReceiveTimeoutMs);
+    res.onData((chunk, isLast) => {
+      if (state.done) return;
+      received += chunk.byteLength;
+      if (received > opts.bodyBytesMax) {
+        clearTimeout(timer);
+        finish(res, state, meta, opts.earlyReply('payload_too_large'));
+        return;
+      }
+      // uWS neuters the ArrayBuffer after this callback returns: copy it.
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) {
+        clearTimeout(timer);
+        dispatch(res, state, { ...meta, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received) });
+      }
+    });
+  });
+
+  return new Promise((resolve, reject) => {
+    app.listen(opts.host, opts.port, (listenSocket) => {
+      if (listenSocket === false) {
+        reject(new Error(`cannot listen on ${opts.host}:${opts.port}`));
+        return;
+      }
+      const port = uws.us_socket_local_port(listenSocket);
+      resolve({
+        port,
+        native,
+        close(graceMs: number): Promise<void> {
+          uws.us_listen_socket_close(listenSocket);
+          if (inFlight === 0) return Promise.resolve();
+          return new Promise((done) => {
+            const timer = setTimeout(done, graceMs);
+            drained = () => { clearTimeout(timer); done(); };
+          });
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,101 @@
+// The request bodies of every route, as schemas: one source for validation (and, later, the OpenAPI document).
+
+import {
+  applicationsPerUserMax, descriptionCharsMax, groupsPerUserMax, ipAddressCharsMax, nameCharsMax,
+  passwordBytesMax, passwordCharsMin, passwordHashCharsMax,
+} from '../config/limits.js';
+import { invalidField } from '../domain/errors.js';
+import {
+  arrayOf, body, customData, email, enumOf, field, id, object, string, type Schema,
+} from './schema.js';
+
+const status = enumOf(['ENABLED', 'DISABLED'] as const);
+const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
+const name = string({ max: nameCharsMax });
+const requiredName = string({ min: 1, max: nameCharsMax, trim: true });
+const description = string({ max: descriptionCharsMax });
+
+/** At least passwordCharsMin characters, at most passwordBytesMax bytes of UTF-8. Never echoed in a message. */
+function password(): Schema<string> {
+  const text = string({ min: passwordCharsMin, max: passwordBytesMax });
+  return {
+    parse(value, fieldName) {
+      const s = text.parse(value, fieldName);
+      if (Buffer.byteLength(s) > passwordBytesMax) throw invalidField(fieldName, `must be at most ${passwordBytesMax} bytes`);
+      return s;
+    },
+    describe: () => ({ ...text.describe(), writeOnly: true }),
+  };
+}
+
+export const applicationCreate = body({
+  name: field(requiredName, true),
+  description: field(description),
+  custom_data: field(customData({ nullable: true })),
+});
+
+export const applicationUpdate = body({
+  name: field(requiredName),
+  description: field(description),
+  custom_data: field(customData({ nullable: true })),
+  status: field(status),
+});
+
+export const groupCreate = body({
+  name: field(requiredName, true),
+  description: field(description),
+  custom_data: field(customData({ nullable: false })),
+  application: field(id(), true),
+});
+
+export const groupUpdate = body({
+  name: field(requiredName),
+  description: field(description),
+  custom_data: field(customData({ nullable: false })),
+  status: field(status),
+});
+
+const memberships = {
+  applications: field(arrayOf(id(), { max: applicationsPerUserMax, unique: true })),
+  groups: field(arrayOf(id(), { max: groupsPerUserMax, unique: true })),
+};
+
+export const userCreate = body({
+  email: field(email(), true),
+  password: field(password()),
+  /** An existing hash brought from another system (argon2id PHC or bcrypt), instead of `password`. */
+  password_hash: field(string({ min: 1, max: passwordHashCharsMax })),
+  name: field(name),
+  custom_data: field(customData({ nullable: true })),
+  organization: field(id()),
+  ...memberships,
+});
+
+export const userUpdate = body({
+  email: field(email()),
+  password: field(password()),
+  name: field(name),
+  status: field(userStatus),
+  custom_data: field(customData({ nullable: true })),
+  organization: field(id()),
+  ...memberships,
+});
+
+export const apikeyCreate = body({
+  name: field(name),
+  description: field(description),
+  status: field(status),
+});
+
+export const apikeyUpdate = apikeyCreate;
+
+export const authenticate = body({
+  type: field(enumOf(['username', 'apikey'] as const), true),
+  // Any string: an unknown or malformed Application id fails authentication like every other mismatch.
+  application: field(string({ min: 1, max: nameCharsMax }), true),
+  credential: field(object({
+    username: field(string({ max: passwordBytesMax }), true),
+    password: field(string({ max: passwordBytesMax }), true),
+  }), true),
+  ip_address: field(string({ max: ipAddressCharsMax })),
+});

@@ -1,0 +1,112 @@
+// Explicit public representations: every field that leaves the process is chosen here; hashes and nonces cannot leak.
+
+import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
+import { formatTimestamp } from '../domain/time.js';
+import type { State } from '../store/state.js';
+
+/** Entities are immutable, so a rendering cached against the object itself is invalidated by any change. */
+type FullUserCache = { json: string; deps: readonly unknown[] };
+
+export class Renderer {
+  private readonly applicationJson = new WeakMap<Application, string>();
+  private readonly groupJson = new WeakMap<Group, string>();
+  private readonly userFullJson = new WeakMap<User, FullUserCache>();
+
+  constructor(private readonly publicUrl: string, private readonly state: State) {}
+
+  applicationHref(id: string): string { return `${this.publicUrl}/applications/application/${id}`; }
+  groupHref(id: string): string { return `${this.publicUrl}/groups/group/${id}`; }
+  userHref(id: string): string { return `${this.publicUrl}/users/user/${id}`; }
+  apikeyHref(userId: string, keyId: string): string { return `${this.publicUrl}/users/user/${userId}/apikey/${keyId}`; }
+  organizationHref(id: string): string { return `${this.publicUrl}/organizations/organization/${id}`; }
+
+  application(app: Application): string {
+    let json = this.applicationJson.get(app);
+    if (json === undefined) {
+      json = JSON.stringify({
+        id: app.id, name: app.name, description: app.description, custom_data: app.customData, status: app.status,
+        href: this.applicationHref(app.id),
+        created_at: formatTimestamp(app.createdAt), modified_at: formatTimestamp(app.modifiedAt),
+      });
+      this.applicationJson.set(app, json);
+    }
+    return json;
+  }
+
+  group(group: Group): string {
+    let json = this.groupJson.get(group);
+    if (json === undefined) {
+      json = JSON.stringify({
+        id: group.id, name: group.name, description: group.description, custom_data: group.customData,
+        status: group.status, application: group.application, href: this.groupHref(group.id),
+        created_at: formatTimestamp(group.createdAt), modified_at: formatTimestamp(group.modifiedAt),
+      });
+      this.groupJson.set(group, json);
+    }
+    return json;
+  }
+
+  organization(org: Organization): string {
+    return JSON.stringify({
+      id: org.id, name: org.name, description: org.description, custom_data: org.customData, status: org.status,
+      href: this.organizationHref(org.id),
+      created_at: formatTimestamp(org.createdAt), modified_at: formatTimestamp(org.modifiedAt),
+    });
+  }
+
+  /** The secret is passed in only by the two responses the spec lets carry it (API Key create and update). */
+  apikey(userId: string, key: ApiKey, secret?: string): string {
+    const out: Record<string, string> = {
+      id: key.id, name: key.name, description: key.description, status: key.status,
+    };
+    if (secret !== undefined) out['secret'] = secret;
+    out['href'] = this.apikeyHref(userId, key.id);
+    return JSON.stringify(out);
+  }
+
+  private userHead(user: User): string {
+    return JSON.stringify({
+      id: user.id, username: user.email, email: user.email, name: user.name, status: user.status,
+      custom_data: user.customData,
+    }).slice(0, -1);
+  }
+
+  private userTail(user: User): string {
+    return JSON.stringify({
+      href: this.userHref(user.id),
+      created_at: formatTimestamp(user.createdAt), modified_at: formatTimestamp(user.modifiedAt),
+    }).slice(1);
+  }
+
+  private apikeys(user: User): string {
+    return `[${user.apikeys.map((k) => this.apikey(user.id, k)).join(',')}]`;
+  }
+
+  /** Create, get, list-all and search: applications and groups as full objects, the Organization in brief. */
+  userFull(user: User): string {
+    const apps = user.applications.map((id) => this.state.application(id));
+    const groups = user.groups.map((id) => this.state.group(id));
+    const org = this.state.organization(user.organization);
+    const deps = [...apps, ...groups, org];
+    const cached = this.userFullJson.get(user);
+    if (cached !== undefined && cached.deps.length === deps.length && cached.deps.every((d, i) => d === deps[i])) {
+      return cached.json;
+    }
+    const orgJson = org === undefined
+      ? 'null'
+      : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
+    const json = `${this.userHead(user)},"organization":${orgJson}` +
+      `,"applications":[${apps.filter((a) => a !== undefined).map((a) => this.application(a)).join(',')}]` +
+      `,"groups":[${groups.filter((g) => g !== undefined).map((g) => this.group(g)).join(',')}]` +
+      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+    this.userFullJson.set(user, { json, deps });
+    return json;
+  }
+
+  /** Per-Application, per-Group and per-Organization listings: memberships as ids. */
+  userIds(user: User): string {
+    return `${this.userHead(user)},"organization":${JSON.stringify(user.organization)}` +
+      `,"applications":${JSON.stringify(user.applications)},"groups":${JSON.stringify(user.groups)}` +
+      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+  }
+}

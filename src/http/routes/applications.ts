@@ -1,0 +1,59 @@
+// Routes of /applications: list, create, read, update, delete, and the Application's Users and Groups.
+
+import * as decide from '../../store/decide.js';
+import { applicationCreate, applicationUpdate } from '../bodies.js';
+import type { RouteSpec } from '../pipeline.js';
+import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+
+export function applicationRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'GET', pattern: '/applications',
+      handler: () => ({ result: list('applications', [...state.allApplications()].map((a) => renderer.application(a))) }),
+    },
+    {
+      method: 'POST', pattern: '/applications/application',
+      handler: async ({ body }) => {
+        const input = applicationCreate.parse(body, 'body');
+        const app = await committer.commit((s, ctx) => decide.createApplication(s, input, ctx));
+        return { result: keyed('application', renderer.application(app)) };
+      },
+    },
+    {
+      method: 'GET', pattern: '/applications/application/:appid',
+      handler: ({ params }) => ({ result: keyed('application', renderer.application(decide.mustApplication(state, pathId(params, 'appid')))) }),
+    },
+    {
+      method: 'PUT', pattern: '/applications/application/:appid',
+      handler: async ({ params, body }) => {
+        const id = pathId(params, 'appid');
+        decide.mustApplication(state, id);
+        const input = applicationUpdate.parse(body, 'body');
+        const app = await committer.commit((s, ctx) => decide.updateApplication(s, id, input, ctx));
+        return { result: keyed('application', renderer.application(app)) };
+      },
+    },
+    {
+      method: 'DELETE', pattern: '/applications/application/:appid',
+      handler: async ({ params }) => {
+        const id = pathId(params, 'appid');
+        await committer.commit((s) => decide.deleteApplication(s, id));
+        return { result: deletedTrue };
+      },
+    },
+    {
+      method: 'GET', pattern: '/applications/application/:appid/users',
+      handler: ({ params }) => {
+        const id = decide.mustApplication(state, pathId(params, 'appid')).id;
+        return { result: list('users', state.usersOfApplication(id).map((u) => renderer.userIds(u))) };
+      },
+    },
+    {
+      method: 'GET', pattern: '/applications/application/:appid/groups',
+      handler: ({ params }) => {
+        const id = decide.mustApplication(state, pathId(params, 'appid')).id;
+        return { result: list('groups', state.groupsOfApplication(id).map((g) => renderer.group(g))) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,102 @@
+// Routes of /users: list, search, create, read, update, delete, and removal of one membership.
+
+import { validatePasswordHash } from '../../auth/hash-pool.js';
+import { searchTermCharsMax } from '../../config/limits.js';
+import { DomainError, invalidField } from '../../domain/errors.js';
+import * as decide from '../../store/decide.js';
+import { hasLoneSurrogate } from '../schema.js';
+import { userCreate, userUpdate } from '../bodies.js';
+import type { RouteSpec } from '../pipeline.js';
+import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+
+function searchTerm(raw: string): string {
+  let term: string;
+  try {
+    term = decodeURIComponent(raw);
+  } catch {
+    throw invalidField('search', 'is not a well-formed percent-encoded term');
+  }
+  if (term.length === 0) throw invalidField('search', 'must not be empty');
+  if (term.length > searchTermCharsMax) throw invalidField('search', `must be at most ${searchTermCharsMax} characters`);
+  if (hasLoneSurrogate(term)) throw invalidField('search', 'must be valid UTF-8 text');
+  return term.toLowerCase();
+}
+
+export function userRoutes({ state, committer, renderer, pool }: RouteDeps): RouteSpec[] {
+  return [
+    {
+      method: 'GET', pattern: '/users',
+      handler: () => ({ result: list('users', [...state.allUsers()].map((u) => renderer.userFull(u))) }),
+    },
+    {
+      method: 'GET', pattern: '/users/search/:search',
+      handler: ({ params }) => {
+        const ids = state.search.search(searchTerm(params['search'] ?? ''), Number.POSITIVE_INFINITY);
+        return { result: list('users', ids.map((id) => renderer.userFull(state.user(id)!))) };
+      },
+    },
+    {
+      method: 'POST', pattern: '/users/user',
+      handler: async ({ body }) => {
+        const input = userCreate.parse(body, 'body');
+        const email = input.email!;
+        if (input.password !== undefined && input.password_hash !== undefined) {
+          throw invalidField('password_hash', 'give either password or password_hash, not both');
+        }
+        if (input.password === undefined && input.password_hash === undefined) throw invalidField('password', 'is required');
+        if (input.password_hash !== undefined && !validatePasswordHash(input.password_hash)) {
+          throw invalidField('password_hash', 'must be an argon2id PHC string or a bcrypt hash ($2a$, $2b$, $2y$)');
+        }
+        if (!(input.applications !== undefined && input.applications.length > 0)) {
+          throw invalidField('applications', 'a User must be associated with at least one Application');
+        }
+        // Refuse a taken email before spending a hash on it; decide() checks again at commit time.
+        if (state.userByEmail(email) !== undefined) throw new DomainError('duplicate_email', 'email: a User with this email already exists.');
+        const passwordHash = input.password_hash ?? (await pool.hashPassword(input.password!));
+        const user = await committer.commit((s, ctx) => decide.createUser(s, { ...input, email, passwordHash }, ctx));
+        return { result: keyed('user', renderer.userFull(user)) };
+      },
+    },
+    {
+      method: 'GET', pattern: '/users/user/:userid',
+      handler: ({ params }) => ({ result: keyed('user', renderer.userFull(decide.mustUser(state, pathId(params, 'userid')))) }),
+    },
+    {
+      method: 'PUT', pattern: '/users/user/:userid',
+      handler: async ({ params, body }) => {
+        const id = pathId(params, 'userid');
+        decide.mustUser(state, id);
+        const input = userUpdate.parse(body, 'body');
+        const passwordHash = input.password === undefined ? undefined : await pool.hashPassword(input.password);
+        const user = await committer.commit((s, ctx) => decide.updateUser(s, id, { ...input, passwordHash }, ctx));
+        return { result: keyed('user', renderer.userFull(user)) };
+      },
+    },
+    {
+      method: 'DELETE', pattern: '/users/user/:userid',
+      handler: async ({ params }) => {
+        const id = pathId(params, 'userid');
+        await committer.commit((s) => decide.deleteUser(s, id));
+        return { result: deletedTrue };
+      },
+    },
+    {
+      method: 'DELETE', pattern: '/users/user/:userid/application/:appid',
+      handler: async ({ params }) => {
+        const userId = pathId(params, 'userid');
+        const appId = pathId(params, 'appid');
+        await committer.commit((s, ctx) => decide.removeUserApplication(s, userId, appId, ctx));
+        return { result: deletedTrue };
+      },
+    },
+    {
+      method: 'DELETE', pattern: '/users/user/:userid/group/:groupid',
+      handler: async ({ params }) => {
+        const userId = pathId(params, 'userid');
+        const groupId = pathId(params, 'groupid');
+        await committer.commit((s, ctx) => decide.removeUserGroup(s, userId, groupId, ctx));
+        return { result: deletedTrue };
+      },
+    },
+  ];
+}

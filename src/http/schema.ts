@@ -1,0 +1,208 @@
+// Declarative request schemas: each validates a parsed JSON value (naming the field it refuses) and describes itself as JSON Schema.
+
+import {
+  customDataBytesMax, customDataDepthMax, emailCharsMax, emailLocalCharsMax, idCharsMax,
+} from '../config/limits.js';
+import type { JsonObject } from '../domain/entities.js';
+import { invalidField } from '../domain/errors.js';
+
+export interface Schema<T> {
+  parse(value: unknown, field: string): T;
+  /** JSON Schema (OpenAPI 3.1 dialect) of the accepted values. */
+  describe(): Record<string, unknown>;
+}
+
+/** True when a string holds a UTF-16 surrogate without its partner: it has no UTF-8 form and would not survive the log. */
+export function hasLoneSurrogate(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) { i++; continue; }
+      return true;
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) return true;
+  }
+  return false;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function string(opts: { min?: number; max: number; trim?: boolean; pattern?: string }): Schema<string> {
+  const min = opts.min ?? 0;
+  return {
+    parse(value, field) {
+      if (typeof value !== 'string') throw invalidField(field, 'must be a string');
+      if (hasLoneSurrogate(value)) throw invalidField(field, 'must be valid UTF-8 text (lone surrogate)');
+      const s = opts.trim === true ? value.trim() : value;
+      // Length in code points, so one emoji counts as one character.
+      const length = s.length < min * 2 || s.length > opts.max ? [...s].length : s.length;
+      if (length < min) throw invalidField(field, min === 1 ? 'must not be empty' : `must be at least ${min} characters`);
+      if (length > opts.max) throw invalidField(field, `must be at most ${opts.max} characters`);
+      return s;
+    },
+    describe: () => ({ type: 'string', minLength: min, maxLength: opts.max }),
+  };
+}
+
+export function enumOf<T extends string>(values: readonly T[]): Schema<T> {
+  return {
+    parse(value, field) {
+      if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+        throw invalidField(field, `must be one of ${values.join(', ')}`);
+      }
+      return value as T;
+    },
+    describe: () => ({ type: 'string', enum: [...values] }),
+  };
+}
+
+export function boolean(): Schema<boolean> {
+  return {
+    parse(value, field) {
+      if (typeof value !== 'boolean') throw invalidField(field, 'must be true or false');
+      return value;
+    },
+    describe: () => ({ type: 'boolean' }),
+  };
+}
+
+export function id(): Schema<string> {
+  return {
+    parse(value, field) {
+      if (typeof value !== 'string' || value.length === 0 || value.length > idCharsMax || !/^[0-9A-Za-z]+$/.test(value)) {
+        throw invalidField(field, 'must be an identifier (letters and digits)');
+      }
+      return value;
+    },
+    describe: () => ({ type: 'string', pattern: '^[0-9A-Za-z]+$', maxLength: idCharsMax }),
+  };
+}
+
+export function arrayOf<T>(item: Schema<T>, opts: { max: number; unique?: boolean }): Schema<T[]> {
+  return {
+    parse(value, field) {
+      if (!Array.isArray(value)) throw invalidField(field, 'must be an array');
+      if (value.length > opts.max) throw invalidField(field, `must have at most ${opts.max} elements`);
+      const out = value.map((v, i) => item.parse(v, `${field}[${i}]`));
+      return opts.unique === true ? [...new Set(out)] : out;
+    },
+    describe: () => ({ type: 'array', items: item.describe(), maxItems: opts.max }),
+  };
+}
+
+/** A syntactic check, written without regular expressions so no input can make it backtrack. */
+export function email(): Schema<string> {
+  return {
+    parse(value, field) {
+      if (typeof value !== 'string') throw invalidField(field, 'must be a string');
+      const s = value.trim();
+      const why = emailProblem(s);
+      if (why !== undefined) throw invalidField(field, why);
+      return s;
+    },
+    describe: () => ({ type: 'string', format: 'email', maxLength: emailCharsMax }),
+  };
+}
+
+function emailProblem(s: string): string | undefined {
+  if (s.length === 0) return 'must not be empty';
+  if (s.length > emailCharsMax) return `must be at most ${emailCharsMax} characters`;
+  if (hasLoneSurrogate(s)) return 'must be valid UTF-8 text (lone surrogate)';
+  const at = s.lastIndexOf('@');
+  if (at <= 0 || at === s.length - 1) return 'must be an email address (local@domain)';
+  const local = s.slice(0, at);
+  const domain = s.slice(at + 1);
+  if (local.length > emailLocalCharsMax) return `local part must be at most ${emailLocalCharsMax} characters`;
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (c <= 0x20 || c === 0x7f || ch === '"' || ch === '\\' || ch === ',' || ch === ';' || ch === '<' || ch === '>' || ch === '(' || ch === ')' || ch === '[' || ch === ']') {
+      return 'must be an email address (no spaces, quotes or brackets)';
+    }
+  }
+  if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return 'must be an email address (misplaced dot)';
+  if (domain.includes('@')) return 'must be an email address (one @)';
+  const labels = domain.split('.');
+  if (labels.length < 2) return 'must be an email address (domain needs a dot)';
+  for (const label of labels) {
+    if (label.length === 0 || label.length > 63 || label.startsWith('-') || label.endsWith('-')) {
+      return 'must be an email address (bad domain)';
+    }
+  }
+  return undefined;
+}
+
+/** custom_data: a JSON object, bounded in encoded size and depth, without keys that could pollute prototypes. */
+export function customData(opts: { nullable: boolean }): Schema<JsonObject | null> {
+  return {
+    parse(value, field) {
+      if (value === null) {
+        if (opts.nullable) return null;
+        throw invalidField(field, 'must be an object');
+      }
+      if (!isPlainObject(value)) throw invalidField(field, opts.nullable ? 'must be an object or null' : 'must be an object');
+      checkJson(value, field, 1);
+      if (Buffer.byteLength(JSON.stringify(value)) > customDataBytesMax) {
+        throw invalidField(field, `must be at most ${customDataBytesMax} bytes encoded`);
+      }
+      return value as JsonObject;
+    },
+    describe: () => ({ type: opts.nullable ? ['object', 'null'] : 'object', additionalProperties: true }),
+  };
+}
+
+const forbiddenKeys = new Set(['__proto__', 'constructor', 'prototype']);
+
+function checkJson(value: unknown, field: string, depth: number): void {
+  if (depth > customDataDepthMax) throw invalidField(field, `must be at most ${customDataDepthMax} levels deep`);
+  if (typeof value === 'string') {
+    if (hasLoneSurrogate(value)) throw invalidField(field, 'must be valid UTF-8 text (lone surrogate)');
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (const v of value) checkJson(v, field, depth + 1);
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    if (forbiddenKeys.has(key)) throw invalidField(field, `key "${key}" is not allowed`);
+    if (hasLoneSurrogate(key)) throw invalidField(field, 'keys must be valid UTF-8 text (lone surrogate)');
+    checkJson((value as Record<string, unknown>)[key], `${field}.${key.slice(0, 64)}`, depth + 1);
+  }
+}
+
+type Fields = Record<string, { schema: Schema<unknown>; required: boolean }>;
+type Parsed<F extends Fields> = { [K in keyof F]?: F[K]['schema'] extends Schema<infer T> ? T : never };
+
+export function field<T>(schema: Schema<T>, required = false): { schema: Schema<T>; required: boolean } {
+  return { schema, required };
+}
+
+/** A request body: a JSON object whose known fields are validated; unknown fields are ignored (clients echo whole objects back). */
+export function body<F extends Fields>(fields: F): Schema<Parsed<F>> {
+  return {
+    parse(value, name) {
+      if (!isPlainObject(value)) throw invalidField(name, 'must be a JSON object');
+      const out: Record<string, unknown> = {};
+      for (const [key, spec] of Object.entries(fields)) {
+        const v = Object.prototype.hasOwnProperty.call(value, key) ? value[key] : undefined;
+        if (v === undefined) {
+          if (spec.required) throw invalidField(key, 'is required');
+          continue;
+        }
+        out[key] = spec.schema.parse(v, key);
+      }
+      return out as Parsed<F>;
+    },
+    describe: () => ({
+      type: 'object',
+      properties: Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, s.schema.describe()])),
+      required: Object.entries(fields).filter(([, s]) => s.required).map(([k]) => k),
+    }),
+  };
+}
+
+/** Nested object with its own fields, e.g. the credential of POST /authenticate. */
+export const object = body;

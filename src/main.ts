@@ -1,0 +1,134 @@
+// Wiring only: configuration, logger, recovery, first-start bootstrap, HTTP server, signals.
+
+import { randomBytes } from 'node:crypto';
+import pino, { type Logger } from 'pino';
+import { ApiKeySecrets } from './auth/apikey-secrets.js';
+import { HashPool } from './auth/hash-pool.js';
+import { VerifyCache } from './auth/verify-cache.js';
+import { ConfigError, defaultPublicUrl, loadConfig, type Config } from './config/config.js';
+import {
+  bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, shutdownGraceMs, verifyCacheEntriesMax,
+} from './config/limits.js';
+import { startServer, type RunningServer } from './http/adapter.js';
+import { createPipeline, errorReply } from './http/pipeline.js';
+import { Renderer } from './http/render.js';
+import { allRoutes } from './http/routes/index.js';
+import { openPersistence } from './persist/persistence.js';
+import { WalError } from './persist/wal.js';
+import { Authenticator } from './service/authenticator.js';
+import { Committer } from './service/committer.js';
+import { MicrosClock } from './store/clock.js';
+import { bootstrap } from './store/decide.js';
+import { newApikeyId, newEntityId } from './store/ids.js';
+import { State } from './store/state.js';
+import type { HttpRequest } from './http/adapter.js';
+
+function createLogger(level: string): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'authd' },
+      // Belt and braces: nothing secret is ever passed to the logger, and these paths are masked if one slips in.
+      redact: {
+        paths: ['authorization', 'password', 'secret', '*.authorization', '*.password', '*.secret', 'headers.authorization'],
+        censor: '[redacted]',
+      },
+    },
+    pino.destination({ dest: 1, sync: false }),
+  );
+}
+
+async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger): Promise<void> {
+  const email = config.adminEmail ?? 'admin@example.com';
+  const generated = config.adminPassword === undefined;
+  const password = config.adminPassword ?? randomBytes(18).toString('base64url');
+  if ([...password].length < passwordCharsMin || Buffer.byteLength(password) > passwordBytesMax) {
+    throw new ConfigError(`ADMIN_PASSWORD must be ${passwordCharsMin} characters to ${passwordBytesMax} bytes long`);
+  }
+  const passwordHash = await pool.hashPassword(password);
+  const admin = await committer.commit((state, ctx) => bootstrap(state, { email, passwordHash }, ctx));
+  logger.info({ userId: admin.id, email, baseApplication: admin.applications[0] }, 'first start: base Application and admin User created');
+  if (generated) {
+    // Printed once, on purpose: the operator has no other way to learn it. Set ADMIN_PASSWORD to choose one.
+    logger.warn({ adminEmail: email, generatedAdminPassword: password }, 'generated admin password; store it now, it is not shown again');
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env, process.argv.slice(2));
+  const logger = createLogger(config.logLevel);
+  const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
+  const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
+
+  const started = performance.now();
+  const { state, persistence } = await openPersistence({
+    dir: config.dataDir, fsync: config.fsync, createState: () => new State(), logger,
+    snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
+  });
+  logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
+
+  const clock = new MicrosClock();
+  clock.notBefore(state.lastAt);
+  const committer = new Committer(state, persistence, clock, {
+    newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce(),
+  });
+  if (state.meta === undefined) await firstStart(config, pool, committer, logger);
+
+  const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });
+  const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger);
+
+  let shuttingDown = false;
+  const exitOnStorageFailure = (): void => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    // Memory now holds changes the log may not: stop at once and let recovery rebuild from what is durable.
+    logger.fatal('the write-ahead log failed; exiting so that recovery restarts from durable state');
+    setTimeout(() => process.exit(1), 100);
+  };
+
+  let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
+  const server: RunningServer = await startServer({
+    host: config.host, port: config.port, bodyBytesMax: config.bodyBytesMax, bodyReceiveTimeoutMs,
+    allowSlowFallback: config.allowUwsFallback,
+    handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
+    onFinished: (req, status, ms) => logger.info({ method: req.method, path: req.path.slice(0, 512), status, ms: Math.round(ms * 1000) / 1000 }, 'request'),
+    earlyReply: (kind) => errorReply({ startedAt: process.hrtime.bigint() } as HttpRequest, kind),
+  });
+  if (!server.native) logger.warn('running on the slow pure-JS uWebSockets.js fallback (ALLOW_UWS_FALLBACK)');
+
+  const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
+  const renderer = new Renderer(publicUrl, state);
+  handle = createPipeline(allRoutes({ state, committer, authenticator, renderer, pool, secrets }), {
+    realm: config.realm,
+    caller: (username, password) => authenticator.caller(username, password),
+    onUnexpected: (err, req) => {
+      if (err instanceof WalError) {
+        exitOnStorageFailure();
+        return 'storage_unavailable';
+      }
+      logger.error({ err, method: req.method, path: req.path.slice(0, 512) }, 'unexpected error');
+      return 'internal';
+    },
+  });
+  logger.info({ port: server.port, host: config.host, publicUrl, fsync: config.fsync, dataDir: config.dataDir }, 'listening');
+
+  const shutdown = async (signal: string): Promise<void> => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    await server.close(shutdownGraceMs);
+    await persistence.close();
+    await pool.close();
+    logger.info('stopped cleanly');
+    logger.flush();
+    setTimeout(() => process.exit(0), 50);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`authd: cannot start: ${message}\n`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+});
