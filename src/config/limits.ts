@@ -80,6 +80,11 @@ export const apikeyServerKeyBytesMin = 32;
 export const apikeyNonceBytes = 16;
 /** Per-process key of the verified-credential cache's HMAC. */
 export const verifyCacheKeyBytes = 32;
-/** Hash workers that die this many times in a row without finishing a job mean the worker cannot start
- *  (missing file, broken install): the pool stops respawning and fails every job rather than spin. */
-export const hashWorkerCrashesInARowMax = 8;
+/** Hash workers that die this many times in a row before they finish loading mean they cannot start
+ *  (missing file, broken install, bad execArgv): the pool stops respawning and fails every job rather than spin. */
+export const hashWorkerStartFailuresMax = 8;
+
+// --- persistence: snapshot and log files (src/persist/) ---
+/** A snapshot chunk is cut at this many encoded bytes even before snapshotChunkEntities, so a turn
+ *  stays a few ms when entities are large (2000 users of 2 MB each would otherwise make one 4 GB frame). */
+export const snapshotChunkBytesMax = 1024 * 1024;

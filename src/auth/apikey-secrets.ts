@@ -1,0 +1,132 @@
+// API Key secrets: derived from a server key and the key's public nonce, never stored; plus that key's file.
+//
+// Design decision: an API Key's secret is DERIVED, not stored:
+//   secret = base64url(HMAC-SHA256(serverKey, "authd-apikey-v1\0" + keyId + "\0" + nonce))   (32 bytes, 43 chars)
+// The log and snapshots hold only the random public nonce. So the service can show the secret again
+// (the API-key PUT response returns it) and can verify a presented secret with one keyed hash and a
+// constant-time compare (microseconds; no argon2 needed because the secret has 256 bits of entropy),
+// while whoever holds the data files alone learns nothing usable. The server key lives apart from the
+// data (its own file, mode 0600, or an environment value). Rotating the server key invalidates every
+// API Key secret at once; revoking one key means giving it a new nonce. The "v1" label lets a future
+// derivation coexist. keyId and nonce cannot contain NUL, so the encoding is unambiguous.
+
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { dirname } from 'node:path';
+import { apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin } from '../config/limits.js';
+
+const derivationLabel = 'authd-apikey-v1\0';
+const hmacSha256Bytes = 32;
+// The secret is one whole HMAC-SHA256 output; a different apikeySecretBytes would silently mean another format.
+if (apikeySecretBytes !== hmacSha256Bytes) throw new Error('apikeySecretBytes must equal the HMAC-SHA256 output (32 bytes)');
+/** base64url without padding of apikeySecretBytes. */
+const secretChars = Math.ceil((apikeySecretBytes * 4) / 3);
+/** The server key made when none exists: the HMAC-SHA256 block is 64 bytes, but more than 32 adds no strength. */
+const serverKeyBytesNew = 32;
+
+export class ApiKeySecrets {
+  /** A KeyObject, not a Buffer: util.inspect and JSON never show its bytes. */
+  private readonly serverKey: KeyObject;
+
+  private constructor(serverKey: Buffer) {
+    this.serverKey = createSecretKey(serverKey);
+    serverKey.fill(0);
+  }
+
+  /**
+   * Loads the server key: from the environment-provided base64/hex value if given, else from keyFile
+   * (raw bytes), creating keyFile with 32 random bytes (mode 0600, parent dir created, tmp + fsync + rename)
+   * if missing. A key shorter than 32 bytes is refused.
+   */
+  static load(opts: { keyFile: string; keyValue?: string }): ApiKeySecrets {
+    const key = opts.keyValue !== undefined ? decodeKeyValue(opts.keyValue) : readOrCreateKeyFile(opts.keyFile);
+    if (key.length < apikeyServerKeyBytesMin) {
+      key.fill(0);
+      const source = opts.keyValue !== undefined ? 'the API key server key value' : `API key server key file ${opts.keyFile}`;
+      throw new Error(`${source} holds fewer than ${apikeyServerKeyBytesMin} bytes`);
+    }
+    return new ApiKeySecrets(key);
+  }
+
+  /** 16 random bytes, base64url: the public input of a new key's secret. */
+  newNonce(): string {
+    return randomBytes(apikeyNonceBytes).toString('base64url');
+  }
+
+  /** The derived secret for this key id and nonce (43 chars of base64url). */
+  secretFor(keyId: string, nonce: string): string {
+    return this.derive(keyId, nonce).toString('base64url');
+  }
+
+  /** Constant time in the secret; false (never a throw) for a presented value of the wrong length or alphabet. */
+  verify(keyId: string, nonce: string, presented: string): boolean {
+    // Length and ASCII-ness are properties of the presented value alone, so checking them early leaks nothing.
+    if (typeof presented !== 'string' || presented.length !== secretChars || !isAscii(presented)) return false;
+    if (keyId.includes('\0') || nonce.includes('\0')) return false;
+    // Compare the text itself, not its decoding: Node's base64 decoder skips stray characters.
+    return timingSafeEqual(Buffer.from(this.secretFor(keyId, nonce), 'latin1'), Buffer.from(presented, 'latin1'));
+  }
+
+  private derive(keyId: string, nonce: string): Buffer {
+    if (keyId.includes('\0') || nonce.includes('\0')) throw new TypeError('API key id and nonce must not contain NUL');
+    return createHmac('sha256', this.serverKey).update(`${derivationLabel}${keyId}\0${nonce}`, 'utf8').digest();
+  }
+}
+
+/** Hex if it is only hex digits of even length (a 64-char hex key is also valid base64; hex wins), else strict base64 or base64url. */
+function decodeKeyValue(value: string): Buffer {
+  const text = value.trim();
+  if (text.length > 0 && text.length % 2 === 0 && isAll(text, isHexChar)) return Buffer.from(text, 'hex');
+  const unpadded = text.endsWith('==') ? text.slice(0, -2) : text.endsWith('=') ? text.slice(0, -1) : text;
+  if (unpadded.length % 4 === 1 || !isAll(unpadded, isBase64OrUrlChar)) {
+    throw new Error('the API key server key value is neither hex nor base64');
+  }
+  return Buffer.from(unpadded, 'base64'); // Node's base64 decoder reads both alphabets
+}
+
+function readOrCreateKeyFile(keyFile: string): Buffer {
+  try {
+    return readFileSync(keyFile);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const dir = dirname(keyFile);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const key = randomBytes(serverKeyBytesNew);
+  const tmp = `${keyFile}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+  // 'wx' + 0600: the key is never readable by others, not even for the moment before a chmod.
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, key);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, keyFile);
+  // The rename is durable only once the directory entry is on disk.
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+  return key;
+}
+
+function isAll(s: string, test: (c: number) => boolean): boolean {
+  for (let i = 0; i < s.length; i++) if (!test(s.charCodeAt(i))) return false;
+  return true;
+}
+
+function isHexChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
+}
+
+function isBase64OrUrlChar(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) ||
+    c === 0x2b || c === 0x2f || c === 0x2d || c === 0x5f;
+}
+
+function isAscii(s: string): boolean {
+  return isAll(s, (c) => c < 0x80);
+}

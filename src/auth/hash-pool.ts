@@ -1,0 +1,251 @@
+// The password-hashing worker pool: a bounded FIFO queue feeding worker threads, one job per worker at a time.
+//
+// argon2id is CPU-bound for tens of milliseconds; on the main thread it would stall every request.
+// Each worker runs one job at a time, extra jobs wait in order, and past queueMax a job is refused at
+// once (OverloadedError -> 503 + Retry-After) rather than letting latency grow without bound.
+
+import { randomBytes } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import { argon2HashBytes, argon2SaltBytes, hashRetryAfterS, hashWorkerStartFailuresMax, passwordBytesMax } from '../config/limits.js';
+import type { HashJob, HashReply, WorkerMessage } from './hash-protocol.js';
+import {
+  argon2ParamsProblem,
+  isBcryptHash,
+  parseArgon2idHash,
+  type Argon2Params,
+  type Argon2idHashParts,
+} from './password-hash-format.js';
+
+export type { Argon2Params } from './password-hash-format.js';
+export { isArgon2idHash, isBcryptHash, needsRehash, validatePasswordHash } from './password-hash-format.js';
+
+/** Refused at once because the queue is full; the HTTP layer answers 503 with Retry-After. */
+export class OverloadedError extends Error {
+  readonly retryAfterS: number = hashRetryAfterS;
+  constructor() {
+    super('password hashing queue is full');
+    this.name = 'OverloadedError';
+  }
+}
+
+/** The job could not finish: its worker died, the pool closed, or the pool cannot start workers. */
+export class HashPoolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HashPoolError';
+  }
+}
+
+interface PendingJob {
+  readonly job: HashJob;
+  readonly resolve: (value: string | boolean) => void;
+  readonly reject: (err: Error) => void;
+}
+
+class Slot {
+  worker: Worker;
+  /** The current worker said it loaded; until then its death counts as a failure to start. */
+  started = false;
+  running: (PendingJob & { readonly id: number }) | null = null;
+  constructor(startWorker: (slot: Slot) => Worker) {
+    this.worker = startWorker(this);
+  }
+}
+
+const workerUrl = new URL('./hash-worker.js', import.meta.url);
+
+export class HashPool {
+  readonly workerCount: number;
+  private readonly queueMax: number;
+  private readonly params: Argon2Params;
+  private readonly slots: Slot[] = [];
+  /** FIFO; shift() is O(n) but n <= queueMax (hundreds), cheaper than the argon2 run each entry waits for. */
+  private readonly waiting: PendingJob[] = [];
+  private running = 0;
+  private nextJobId = 1;
+  private startFailuresInARow = 0;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+  private broken: HashPoolError | null = null;
+  private dummy: Promise<Argon2idHashParts> | null = null;
+  private dummyMade: Argon2idHashParts | null = null;
+
+  constructor(opts: { workers: number; queueMax: number; argon2: Argon2Params }) {
+    if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new RangeError('workers must be an integer >= 1');
+    if (!Number.isInteger(opts.queueMax) || opts.queueMax < 1) throw new RangeError('queueMax must be an integer >= 1');
+    // Our own hashes must pass the same limits as imported ones, or verifyPassword would refuse them.
+    const problem = argon2ParamsProblem(opts.argon2);
+    if (problem !== null) throw new RangeError(`argon2 ${problem}`);
+    this.workerCount = opts.workers;
+    this.queueMax = opts.queueMax;
+    this.params = { memoryKiB: opts.argon2.memoryKiB, iterations: opts.argon2.iterations, parallelism: opts.argon2.parallelism };
+    for (let i = 0; i < opts.workers; i++) this.slots.push(new Slot((slot) => this.startWorker(slot)));
+    this.dummyParts().catch(() => undefined); // made now so the first unknown-username login is not slower
+  }
+
+  /** Jobs waiting plus jobs running. */
+  get queueDepth(): number {
+    return this.waiting.length + this.running;
+  }
+
+  /** Resolves once the dummy hash exists, i.e. a worker has started and hashed once: wait on it before serving. */
+  async ready(): Promise<void> {
+    await this.dummyParts();
+  }
+
+  /** A fresh argon2id PHC string of the current params with a random salt. */
+  async hashPassword(password: string): Promise<string> {
+    if (password.length === 0) throw new RangeError('password is empty');
+    if (Buffer.byteLength(password, 'utf8') > passwordBytesMax) throw new RangeError('password is longer than passwordBytesMax');
+    const value = await this.submit({
+      kind: 'hashArgon2id', password, params: this.params, saltBytes: argon2SaltBytes, hashBytes: argon2HashBytes,
+    });
+    return value as string;
+  }
+
+  /** argon2id PHC or bcrypt; false for a wrong password and for a malformed hash (which still costs a dummy verify). */
+  async verifyPassword(password: string, phc: string): Promise<boolean> {
+    const parts = parseArgon2idHash(phc);
+    if (parts !== null) return this.verifyArgon2id(password, parts);
+    if (isBcryptHash(phc)) return (await this.submit({ kind: 'verifyBcrypt', password, hash: phc })) as boolean;
+    // A broken stored hash must not answer faster than a real one: that would tell it apart.
+    return this.verifyDummy(password);
+  }
+
+  /** Burns exactly the work of verifying against a real hash of the current params, then answers false. */
+  async verifyDummy(password: string): Promise<false> {
+    // Refuse before waiting for the dummy so an overloaded pool sheds unknown usernames as fast as known ones.
+    if (this.queueDepth + 1 > this.queueMax) throw new OverloadedError();
+    // Once made, use the dummy without an await so the job enters the queue in call order, like a real verify.
+    await this.verifyArgon2id(password, this.dummyMade ?? (await this.dummyParts()));
+    return false;
+  }
+
+  /** Terminates the workers; waiting and running jobs reject with HashPoolError. Idempotent. */
+  close(): Promise<void> {
+    if (this.closing !== null) return this.closing;
+    this.closed = true;
+    const err = new HashPoolError('hash pool closed');
+    for (const pending of this.waiting.splice(0)) pending.reject(err);
+    for (const slot of this.slots) {
+      if (slot.running !== null) slot.running.reject(err);
+      slot.running = null;
+    }
+    this.running = 0;
+    this.closing = Promise.all(this.slots.map((slot) => slot.worker.terminate())).then(() => undefined);
+    return this.closing;
+  }
+
+  private async verifyArgon2id(password: string, parts: Argon2idHashParts): Promise<boolean> {
+    const { memoryKiB, iterations, parallelism, salt, hash } = parts;
+    const job: HashJob = { kind: 'verifyArgon2id', password, params: { memoryKiB, iterations, parallelism }, salt, hash };
+    return (await this.submit(job)) as boolean;
+  }
+
+  /** The dummy is a real hash of a random password nobody knows, made in a worker; rebuilt if making it failed. */
+  private dummyParts(): Promise<Argon2idHashParts> {
+    if (this.dummy === null) {
+      const password = randomBytes(32).toString('base64url');
+      const job: HashJob = { kind: 'hashArgon2id', password, params: this.params, saltBytes: argon2SaltBytes, hashBytes: argon2HashBytes };
+      const made = this.submit(job, { internal: true }).then((phc) => {
+        const parts = parseArgon2idHash(phc as string);
+        if (parts === null) throw new HashPoolError('dummy hash is not a valid argon2id PHC string');
+        this.dummyMade = parts;
+        return parts;
+      });
+      made.catch(() => {
+        if (this.dummy === made) this.dummy = null;
+      });
+      this.dummy = made;
+    }
+    return this.dummy;
+  }
+
+  /** internal jobs (the dummy) skip the bound: they are few and the pool needs them to serve at all. */
+  private submit(job: HashJob, opts: { internal: boolean } = { internal: false }): Promise<string | boolean> {
+    if (this.closed) return Promise.reject(new HashPoolError('hash pool closed'));
+    if (this.broken !== null) return Promise.reject(this.broken);
+    if (!opts.internal && this.queueDepth + 1 > this.queueMax) return Promise.reject(new OverloadedError());
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ job, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (this.waiting.length === 0) return;
+      if (slot.running !== null) continue;
+      const pending = this.waiting.shift() as PendingJob;
+      const id = this.nextJobId++;
+      slot.running = { ...pending, id };
+      this.running++;
+      // A busy worker keeps the process alive until its answer arrives; an idle one never does.
+      slot.worker.ref();
+      slot.worker.postMessage({ ...pending.job, id });
+    }
+  }
+
+  /** Starts a worker for `slot`; its listeners check they still belong to the slot's current worker. */
+  private startWorker(slot: Slot): Worker {
+    const worker = new Worker(workerUrl);
+    worker.unref();
+    worker.on('message', (message: WorkerMessage) => {
+      if (slot.worker !== worker) return;
+      if ('ready' in message) {
+        slot.started = true;
+        this.startFailuresInARow = 0;
+      } else {
+        this.onReply(slot, message);
+      }
+    });
+    // Without an 'error' listener a throw inside the worker would crash the main thread; 'exit' follows it.
+    worker.on('error', () => undefined);
+    worker.on('messageerror', () => void worker.terminate());
+    worker.on('exit', () => {
+      if (slot.worker === worker) this.onExit(slot);
+    });
+    return worker;
+  }
+
+  private onReply(slot: Slot, reply: HashReply): void {
+    const running = slot.running;
+    if (running === null || running.id !== reply.id) return; // not ours: a job close() already rejected
+    this.finish(slot);
+    if (reply.ok) running.resolve(reply.value);
+    else running.reject(new HashPoolError(reply.error));
+    this.dispatch();
+  }
+
+  /**
+   * A worker died: fail its job (never retried: a job that kills workers must not kill them all), replace it,
+   * carry on with the queue. Only workers that die before loading count toward giving up; a crash of a
+   * working worker (OOM, native fault) is always repaired, so no request pattern can disable the pool.
+   */
+  private onExit(slot: Slot): void {
+    if (this.closed) return;
+    const running = slot.running;
+    if (running !== null) {
+      this.finish(slot);
+      running.reject(new HashPoolError('hash worker exited during the job'));
+    }
+    if (!slot.started && ++this.startFailuresInARow >= hashWorkerStartFailuresMax) {
+      this.breakPool();
+      return;
+    }
+    slot.started = false;
+    slot.worker = this.startWorker(slot);
+    this.dispatch();
+  }
+
+  private finish(slot: Slot): void {
+    slot.running = null;
+    this.running--;
+    slot.worker.unref();
+  }
+
+  private breakPool(): void {
+    this.broken = new HashPoolError('hash workers cannot start; password hashing is unavailable');
+    for (const pending of this.waiting.splice(0)) pending.reject(this.broken);
+  }
+}
