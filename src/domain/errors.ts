@@ -14,6 +14,7 @@ export const errorCatalog = {
   duplicate_name: { status: 409, message: 'The name is already taken.' },
   delete_refused: { status: 409, message: 'The entity cannot be deleted in its current state.' },
   base_application_protected: { status: 409, message: 'The base Application cannot be deleted or disabled.' },
+  last_admin: { status: 409, message: 'The last enabled User of the base Application cannot be disabled or removed from it.' },
   limit_exceeded: { status: 409, message: 'A per-entity limit would be exceeded.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json.' },

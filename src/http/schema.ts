@@ -116,6 +116,7 @@ function emailProblem(s: string): string | undefined {
   const local = s.slice(0, at);
   const domain = s.slice(at + 1);
   if (local.length > emailLocalCharsMax) return `local part must be at most ${emailLocalCharsMax} characters`;
+  if (local.includes('@')) return 'must be an email address (one @)';
   for (const ch of s) {
     const c = ch.codePointAt(0)!;
     if (c <= 0x20 || c === 0x7f || ch === '"' || ch === '\\' || ch === ',' || ch === ';' || ch === '<' || ch === '>' || ch === '(' || ch === ')' || ch === '[' || ch === ']') {
@@ -123,7 +124,6 @@ function emailProblem(s: string): string | undefined {
     }
   }
   if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return 'must be an email address (misplaced dot)';
-  if (domain.includes('@')) return 'must be an email address (one @)';
   const labels = domain.split('.');
   if (labels.length < 2) return 'must be an email address (domain needs a dot)';
   for (const label of labels) {
@@ -155,13 +155,16 @@ export function customData(opts: { nullable: boolean }): Schema<JsonObject | nul
 
 const forbiddenKeys = new Set(['__proto__', 'constructor', 'prototype']);
 
+/** `depth` counts containers only: the custom_data object itself is level 1, a scalar adds none. */
 function checkJson(value: unknown, field: string, depth: number): void {
-  if (depth > customDataDepthMax) throw invalidField(field, `must be at most ${customDataDepthMax} levels deep`);
   if (typeof value === 'string') {
     if (hasLoneSurrogate(value)) throw invalidField(field, 'must be valid UTF-8 text (lone surrogate)');
     return;
   }
+  // JSON.parse turns 1e400 into Infinity, which JSON cannot carry back out: refuse rather than answer null.
+  if (typeof value === 'number' && !Number.isFinite(value)) throw invalidField(field, 'numbers must be finite');
   if (typeof value !== 'object' || value === null) return;
+  if (depth > customDataDepthMax) throw invalidField(field, `must be at most ${customDataDepthMax} levels deep`);
   if (Array.isArray(value)) {
     for (const v of value) checkJson(v, field, depth + 1);
     return;

@@ -56,6 +56,20 @@ function isBase(state: State, applicationId: string): boolean {
   return state.meta?.baseApplication === applicationId;
 }
 
+/** An administrator: a User of the base Application who may still sign in. */
+function isActiveAdmin(state: State, user: User | undefined): boolean {
+  const base = state.meta?.baseApplication;
+  return user !== undefined && base !== undefined && user.status !== 'DISABLED' && user.applications.includes(base);
+}
+
+/** Refuse the change that would leave nobody able to administer the service. */
+function keepOneAdmin(state: State, before: User, after: User | undefined): void {
+  if (!isActiveAdmin(state, before) || isActiveAdmin(state, after)) return;
+  const base = state.meta!.baseApplication;
+  const others = state.usersOfApplication(base).some((u) => u.id !== before.id && u.status !== 'DISABLED');
+  if (!others) throw new DomainError('last_admin', 'This is the last enabled User of the base Application; add another first.');
+}
+
 function refuseDelete(message: string): DomainError {
   return new DomainError('delete_refused', message, { result: { deleted: false } });
 }
@@ -248,6 +262,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
     organization, applications, groups,
     modifiedAt: ctx.now,
   };
+  keepOneAdmin(state, old, user);
   return { ops: [{ op: 'put', kind: 'user', value: user }], result: user };
 }
 
@@ -263,6 +278,7 @@ export function removeUserApplication(state: State, userId: string, applicationI
     throw new DomainError('not_found', `The User is not associated with Application ${applicationId}.`);
   }
   const value: User = { ...user, applications: user.applications.filter((a) => a !== applicationId), modifiedAt: ctx.now };
+  keepOneAdmin(state, user, value);
   return { ops: [{ op: 'put', kind: 'user', value }], result: true };
 }
 

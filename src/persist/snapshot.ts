@@ -1,0 +1,317 @@
+// Msgpack snapshots: written a chunk per event-loop turn into <name>.tmp, fsynced, renamed, directory fsynced; read back with every frame checked.
+//
+// File format: a sequence of frames exactly like log frames ([u32 LE length][u32 LE crc32c][payload]).
+// Each payload is one or more concatenated msgpack values, the first a descriptor:
+//   header   { t: 'header', magic, version, baseSeq }
+//   chunk    { t: 'chunk', kind, n } followed by n entities of that kind
+//   trailer  { t: 'trailer', counts: { <kind>: n, ... }, chunks }
+// A file without its trailer (say, cut short by a crash before the rename) is invalid.
+//
+// Entities in a chunk use msgpackr records in sequential mode: each key set is defined inline once
+// per frame and later entities refer to it, so a frame still decodes on its own (no shared
+// structures), while keys are not repeated 2000 times. Measured on 1,000,000 typical users: file
+// 373 MB -> 256 MB, bulk decode 2.9 s -> 2.0 s, against plain maps (useRecords: false).
+
+import assert from 'node:assert/strict';
+import { basename, join } from 'node:path';
+import { Packr, Unpackr } from 'msgpackr';
+import { entityKinds, type EntityKind } from '../domain/entities.js';
+import { snapshotChunkBytesMax, snapshotChunkEntities, walRecordBytesMax } from '../config/limits.js';
+import { crc32c } from './crc32c.js';
+import { frame, frameHeaderBytes, isEntityKind, packr } from './codec.js';
+import { parseSnapshotFileName, snapshotFileName, tmpSuffix } from './layout.js';
+import type { SnapshotSource } from './replayable.js';
+import type { ReadableFile, Storage, WritableFile } from './storage.js';
+
+export const snapshotMagic = 'authd-snapshot';
+export const snapshotFormatVersion = 1;
+
+/**
+ * A chunk stops growing once it reaches snapshotChunkBytesMax, so it can overshoot by one entity,
+ * and no entity is larger than the log record that put it. Anything longer is a damaged length field,
+ * refused before it can make us allocate gigabytes.
+ */
+const snapshotFrameBytesMax = snapshotChunkBytesMax + walRecordBytesMax + 4096;
+assert.ok(snapshotFrameBytesMax < 2 ** 32, 'snapshot frames must fit the u32 frame length');
+
+export type SnapshotErrorCode = 'snapshot_invalid' | 'snapshot_write';
+
+export class SnapshotError extends Error {
+  constructor(
+    readonly code: SnapshotErrorCode,
+    readonly file: string,
+    /** Byte offset of the bad frame, when the problem has one. */
+    readonly offset: number | undefined,
+    /** What is wrong, without the file and offset. */
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${file}${offset === undefined ? '' : ` at offset ${offset}`}: ${reason}`, options);
+    this.name = 'SnapshotError';
+  }
+}
+
+export type EntityCounts = Record<EntityKind, number>;
+
+function zeroCounts(): EntityCounts {
+  return { meta: 0, organization: 0, application: 0, group: 0, user: 0 };
+}
+
+export interface SnapshotWritten {
+  readonly path: string;
+  readonly baseSeq: number;
+  readonly bytes: number;
+  readonly entities: number;
+  readonly counts: EntityCounts;
+  /** Chunk frames, not counting header and trailer. */
+  readonly chunks: number;
+  readonly durationMs: number;
+}
+
+/**
+ * A new encoder per chunk so the chunk's structure definitions start empty, and a new options object
+ * per instance because msgpackr keeps the structures it learns on the options object it was given.
+ */
+function chunkPackr(): Packr {
+  return new Packr({ sequential: true, useRecords: true, mapsAsObjects: true });
+}
+
+/** Decodes any frame: plain maps (header, trailer, descriptors) and a chunk's inline records alike. */
+function frameUnpackr(): Unpackr {
+  return new Unpackr({ sequential: true, useRecords: true, mapsAsObjects: true });
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Frames a payload made of several msgpack values without joining them first. */
+function frameParts(parts: readonly Uint8Array[], payloadBytes: number): Buffer {
+  const out = Buffer.allocUnsafe(frameHeaderBytes + payloadBytes);
+  let at = frameHeaderBytes;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  out.writeUInt32LE(payloadBytes, 0);
+  out.writeUInt32LE(crc32c(out, frameHeaderBytes, at), 4);
+  return out;
+}
+
+/** Writes frames with at most one write in flight, so encoding the next chunk overlaps writing the last. */
+class FrameWriter {
+  bytes = 0;
+  private inFlight: Promise<void> | undefined;
+
+  constructor(private readonly file: WritableFile) {}
+
+  async put(data: Buffer): Promise<void> {
+    if (data.length - frameHeaderBytes > snapshotFrameBytesMax) throw new Error(`snapshot frame of ${data.length} bytes exceeds the readable maximum`);
+    await this.inFlight;
+    const write = this.file.write(data);
+    // Observed now so a failure while we encode the next chunk is not an unhandled rejection; it is rethrown on the next put/drain.
+    write.catch(() => undefined);
+    this.inFlight = write;
+    this.bytes += data.length;
+  }
+
+  async drain(): Promise<void> {
+    await this.inFlight;
+  }
+}
+
+/**
+ * Writes snapshot-<baseSeq>.msgpack from a fuzzy source: the state keeps changing between chunks,
+ * which is fine because every later change is also in the log after baseSeq and replays idempotently.
+ * No event-loop turn encodes more than snapshotChunkEntities entities or snapshotChunkBytesMax bytes.
+ */
+export async function writeSnapshot(storage: Storage, dir: string, source: SnapshotSource): Promise<SnapshotWritten> {
+  const started = performance.now();
+  const path = join(dir, snapshotFileName(source.baseSeq));
+  const tmpPath = path + tmpSuffix;
+  let file: WritableFile | undefined;
+  try {
+    file = await storage.create(tmpPath);
+    const writer = new FrameWriter(file);
+    const counts = zeroCounts();
+    let chunks = 0;
+    await writer.put(frame(packr.pack({ t: 'header', magic: snapshotMagic, version: snapshotFormatVersion, baseSeq: source.baseSeq })));
+    for (const section of source.sections) {
+      const entries = section.entries();
+      for (let done = false; !done; ) {
+        // Packed one by one so the chunk can stop at snapshotChunkBytesMax before it grows huge.
+        // pack() returns views into the encoder's own buffer, which later packs never overwrite (it
+        // only moves forward or starts a fresh buffer), so each entity is copied once, into the frame.
+        const entityPackr = chunkPackr();
+        const parts: Uint8Array[] = [];
+        let bytes = 0;
+        while (parts.length < snapshotChunkEntities && bytes < snapshotChunkBytesMax) {
+          const next = entries.next();
+          if (next.done === true) {
+            done = true;
+            break;
+          }
+          const packed = entityPackr.pack(next.value);
+          parts.push(packed);
+          bytes += packed.length;
+        }
+        if (parts.length === 0) break;
+        // Plain map, packed last but placed first: it touches no record structure, so order does not matter.
+        const descriptor = packr.pack({ t: 'chunk', kind: section.kind, n: parts.length });
+        await writer.put(frameParts([descriptor, ...parts], descriptor.length + bytes));
+        counts[section.kind] += parts.length;
+        chunks++;
+        await yieldToEventLoop();
+      }
+    }
+    await writer.put(frame(packr.pack({ t: 'trailer', counts, chunks })));
+    await writer.drain();
+    await file.sync();
+    const closing = file;
+    file = undefined;
+    await closing.close();
+    await storage.rename(tmpPath, path);
+    await storage.fsyncDir(dir);
+    const entities = entityKinds.reduce((sum, kind) => sum + counts[kind], 0);
+    return { path, baseSeq: source.baseSeq, bytes: writer.bytes, entities, counts, chunks, durationMs: performance.now() - started };
+  } catch (err) {
+    if (file !== undefined) await file.close().catch(() => undefined);
+    await storage.unlink(tmpPath).catch(() => undefined);
+    throw new SnapshotError('snapshot_write', tmpPath, undefined, `writing the snapshot failed: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+export interface LoadedSnapshot {
+  readonly path: string;
+  readonly baseSeq: number;
+  /** Every kind present, its entities in file order. */
+  readonly sections: Map<EntityKind, unknown[]>;
+  readonly counts: EntityCounts;
+  readonly bytes: number;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Reads frames one by one with positioned reads: a chunk at a time in memory, never the whole file. */
+class FrameReader {
+  offset = 0;
+  private header = Buffer.allocUnsafe(frameHeaderBytes);
+
+  constructor(private readonly file: ReadableFile) {}
+
+  get atEnd(): boolean {
+    return this.offset >= this.file.size;
+  }
+
+  invalid(message: string, offset = this.offset): SnapshotError {
+    return new SnapshotError('snapshot_invalid', this.file.path, offset, message);
+  }
+
+  /** The next frame's payload, checked; advances past it. */
+  async next(): Promise<Buffer> {
+    const at = this.offset;
+    const size = this.file.size;
+    if (size - at < frameHeaderBytes) throw this.invalid(`frame header cut short (${size - at} bytes left)`);
+    await this.readFully(this.header, frameHeaderBytes, at);
+    const length = this.header.readUInt32LE(0);
+    const crc = this.header.readUInt32LE(4);
+    if (length === 0 || length > snapshotFrameBytesMax) throw this.invalid(`bad frame length ${length}`);
+    if (at + frameHeaderBytes + length > size) throw this.invalid(`frame of ${length} bytes runs past the end of the file`);
+    const payload = Buffer.allocUnsafe(length);
+    await this.readFully(payload, length, at + frameHeaderBytes);
+    if (crc32c(payload) !== crc) throw this.invalid('checksum mismatch');
+    this.offset = at + frameHeaderBytes + length;
+    return payload;
+  }
+
+  private async readFully(target: Buffer, length: number, position: number): Promise<void> {
+    let done = 0;
+    while (done < length) {
+      const n = await this.file.read(done === 0 ? target : target.subarray(done), length - done, position + done);
+      if (n <= 0) throw this.invalid(`file ended while reading ${length} bytes`, position);
+      done += n;
+    }
+  }
+}
+
+function decodeValues(reader: FrameReader, payload: Buffer, at: number): unknown[] {
+  try {
+    return frameUnpackr().unpackMultiple(payload) as unknown[];
+  } catch (err) {
+    throw reader.invalid(`payload is not msgpack: ${(err as Error).message}`, at);
+  }
+}
+
+/**
+ * Reads and fully validates a snapshot: header, every chunk's checksum and shape, and the trailer's
+ * counts. Chunks are decoded in bulk (one unpackMultiple per chunk) because this is most of start-up time.
+ */
+export async function readSnapshot(storage: Storage, path: string): Promise<LoadedSnapshot> {
+  let file: ReadableFile;
+  try {
+    file = await storage.openRead(path);
+  } catch (err) {
+    throw new SnapshotError('snapshot_invalid', path, undefined, `cannot open: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    return await readFrames(new FrameReader(file), path);
+  } catch (err) {
+    if (err instanceof SnapshotError) throw err;
+    throw new SnapshotError('snapshot_invalid', path, undefined, `cannot read: ${(err as Error).message}`, { cause: err });
+  } finally {
+    await file.close().catch(() => undefined);
+  }
+}
+
+async function readFrames(reader: FrameReader, path: string): Promise<LoadedSnapshot> {
+  const header = decodeValues(reader, await reader.next(), 0);
+  const h = header[0];
+  if (header.length !== 1 || !isObject(h) || h['t'] !== 'header' || h['magic'] !== snapshotMagic) throw reader.invalid('not a snapshot header', 0);
+  if (h['version'] !== snapshotFormatVersion) throw reader.invalid(`unsupported snapshot version ${String(h['version'])}`, 0);
+  const baseSeq = h['baseSeq'];
+  if (typeof baseSeq !== 'number' || !Number.isSafeInteger(baseSeq) || baseSeq < 0) throw reader.invalid('header has no valid baseSeq', 0);
+  const named = parseSnapshotFileName(basename(path));
+  if (named !== undefined && named !== baseSeq) throw reader.invalid(`header says baseSeq ${baseSeq} but the file name says ${named}`, 0);
+
+  const chunksByKind = new Map<EntityKind, unknown[][]>();
+  const counts = zeroCounts();
+  let chunks = 0;
+  for (;;) {
+    if (reader.atEnd) throw reader.invalid('missing trailer: the file ends after its last chunk');
+    const at = reader.offset;
+    const values = decodeValues(reader, await reader.next(), at);
+    const d = values[0];
+    if (!isObject(d)) throw reader.invalid('frame has no descriptor', at);
+    if (d['t'] === 'trailer') {
+      checkTrailer(reader, d, counts, chunks, at);
+      if (!reader.atEnd) throw reader.invalid('data after the trailer');
+      break;
+    }
+    if (d['t'] !== 'chunk') throw reader.invalid(`unknown frame type ${String(d['t'])}`, at);
+    const kind = d['kind'];
+    if (!isEntityKind(kind)) throw reader.invalid(`unknown entity kind ${String(kind)}`, at);
+    if (d['n'] !== values.length - 1) throw reader.invalid(`chunk says ${String(d['n'])} entities but holds ${values.length - 1}`, at);
+    values.shift();
+    for (const v of values) if (!isObject(v)) throw reader.invalid(`a ${kind} entity is not a map`, at);
+    let list = chunksByKind.get(kind);
+    if (list === undefined) chunksByKind.set(kind, (list = []));
+    list.push(values);
+    counts[kind] += values.length;
+    chunks++;
+  }
+  const sections = new Map<EntityKind, unknown[]>();
+  for (const [kind, list] of chunksByKind) sections.set(kind, list.length === 1 ? list[0]! : ([] as unknown[]).concat(...list));
+  return { path, baseSeq, sections, counts, bytes: reader.offset };
+}
+
+function checkTrailer(reader: FrameReader, d: Record<string, unknown>, counts: EntityCounts, chunks: number, at: number): void {
+  const claimed = d['counts'];
+  if (!isObject(claimed)) throw reader.invalid('trailer has no counts', at);
+  for (const kind of entityKinds) {
+    const n = claimed[kind] ?? 0;
+    if (n !== counts[kind]) throw reader.invalid(`trailer counts ${String(n)} ${kind} entities but the file holds ${counts[kind]}`, at);
+  }
+  if (d['chunks'] !== chunks) throw reader.invalid(`trailer counts ${String(d['chunks'])} chunks but the file holds ${chunks}`, at);
+}

@@ -1,0 +1,166 @@
+// The storage seam: every file operation of the log, snapshots and lock goes through Storage, so tests can simulate power loss and I/O errors.
+//
+// The interface is shaped by what a crash simulator needs to know: data becomes durable only through
+// WritableFile.datasync()/sync(), and a create, rename or unlink only through fsyncDir() of its
+// directory. A double can keep everything since the last of those apart and drop or garble it.
+
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+
+/** A file open for writing at its end. Writes are not durable until datasync() or sync() resolves. */
+export interface WritableFile {
+  readonly path: string;
+  /** Appends every byte of data (short writes are continued, never silently dropped). */
+  write(data: Uint8Array): Promise<void>;
+  /** fdatasync: the data and the size, not the times. Enough for an append-only log. */
+  datasync(): Promise<void>;
+  /** fsync: data and all metadata. Used before a snapshot is renamed into place. */
+  sync(): Promise<void>;
+  /** Cuts the file to length bytes; later writes continue from there. */
+  truncate(length: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A file open for positioned reads. */
+export interface ReadableFile {
+  readonly path: string;
+  readonly size: number;
+  /** Reads up to length bytes at position into target[0..]; resolves with the count read (0 at end of file). */
+  read(target: Uint8Array, length: number, position: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A Node errno-style error: Storage implementations reject with these so callers can test `code`. */
+export interface StorageError extends Error {
+  code?: string;
+}
+
+export interface Storage {
+  /** Creates dir and its parents if missing. */
+  mkdirp(dir: string): Promise<void>;
+  /** The names (not paths) of the entries of dir, in no particular order. */
+  list(dir: string): Promise<string[]>;
+  exists(path: string): Promise<boolean>;
+  readFile(path: string): Promise<Uint8Array>;
+  openRead(path: string): Promise<ReadableFile>;
+  /** Opens path for appending, creating it empty if missing. */
+  openAppend(path: string): Promise<WritableFile>;
+  /** Creates path empty (cutting it to zero if it exists) and opens it for writing; used for snapshot temporaries. */
+  create(path: string): Promise<WritableFile>;
+  /** Creates path holding data, failing with code 'EEXIST' if it exists; used for the lock file. Not fsynced. */
+  createExclusive(path: string, data: Uint8Array): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  /** Makes creates, renames and unlinks inside dir durable. */
+  fsyncDir(dir: string): Promise<void>;
+}
+
+class NodeWritableFile implements WritableFile {
+  constructor(readonly path: string, private readonly handle: FileHandle) {}
+
+  async write(data: Uint8Array): Promise<void> {
+    // Opened with O_APPEND, so the kernel places every write at the current end, including after truncate().
+    let done = 0;
+    while (done < data.length) {
+      const { bytesWritten } = await this.handle.write(data, done, data.length - done);
+      if (bytesWritten <= 0) throw Object.assign(new Error(`write to ${this.path} made no progress`), { code: 'EIO' });
+      done += bytesWritten;
+    }
+  }
+
+  datasync(): Promise<void> {
+    return this.handle.datasync();
+  }
+
+  sync(): Promise<void> {
+    return this.handle.sync();
+  }
+
+  truncate(length: number): Promise<void> {
+    return this.handle.truncate(length);
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+class NodeReadableFile implements ReadableFile {
+  constructor(readonly path: string, readonly size: number, private readonly handle: FileHandle) {}
+
+  async read(target: Uint8Array, length: number, position: number): Promise<number> {
+    const { bytesRead } = await this.handle.read(target, 0, length, position);
+    return bytesRead;
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+/** The real file system. */
+export class NodeStorage implements Storage {
+  async mkdirp(dir: string): Promise<void> {
+    await fsp.mkdir(dir, { recursive: true });
+  }
+
+  list(dir: string): Promise<string[]> {
+    return fsp.readdir(dir);
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await fsp.access(path, fsConstants.F_OK);
+      return true;
+    } catch (err) {
+      if ((err as StorageError).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    return fsp.readFile(path);
+  }
+
+  async openRead(path: string): Promise<ReadableFile> {
+    const handle = await fsp.open(path, 'r');
+    try {
+      const { size } = await handle.stat();
+      return new NodeReadableFile(path, size, handle);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  async openAppend(path: string): Promise<WritableFile> {
+    return new NodeWritableFile(path, await fsp.open(path, 'a'));
+  }
+
+  async create(path: string): Promise<WritableFile> {
+    // 'w' would not append after a truncate(); O_APPEND keeps both kinds of file behaving the same.
+    const flags = fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_WRONLY | fsConstants.O_APPEND;
+    return new NodeWritableFile(path, await fsp.open(path, flags, 0o644));
+  }
+
+  async createExclusive(path: string, data: Uint8Array): Promise<void> {
+    await fsp.writeFile(path, data, { flag: 'wx', mode: 0o644 });
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    return fsp.rename(from, to);
+  }
+
+  unlink(path: string): Promise<void> {
+    return fsp.unlink(path);
+  }
+
+  async fsyncDir(dir: string): Promise<void> {
+    const handle = await fsp.open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+}

@@ -1,0 +1,186 @@
+// Msgpack snapshots: chunked round trip, fuzzy writes under concurrent change, and SnapshotError for damaged or unfinished files.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { snapshotChunkEntities } from '../src/config/limits.js';
+import { entityKinds, type EntityKind } from '../src/domain/entities.js';
+import { frameHeaderBytes } from '../src/persist/codec.js';
+import { snapshotFileName } from '../src/persist/layout.js';
+import { readSnapshot, SnapshotError, writeSnapshot } from '../src/persist/snapshot.js';
+import { NodeStorage } from '../src/persist/storage.js';
+import { FakeState, HookedStorage, ioError, putUser, record, tempDir, turn, user } from './helpers/persist-fixtures.js';
+
+const storage = new NodeStorage();
+
+function populated(users: number): FakeState {
+  const state = new FakeState();
+  state.apply(record(1, { op: 'put', kind: 'meta', value: { baseApplication: 'app-1', defaultOrganization: 'org-1' } }));
+  state.apply(record(2, { op: 'put', kind: 'organization', value: { id: 'org-1', name: 'Org', description: '', customData: null, status: 'ENABLED', createdAt: 1, modifiedAt: 1 } }));
+  // Many key sets inside one chunk: chunks encode entities as msgpackr records, one structure per key set.
+  for (let i = 0; i < users; i++) {
+    const customData = { [`k${i % 300}`]: i, nested: { [`n${i % 70}`]: [i, null, 'x'] } };
+    state.maps.get('user')!.set(`u${i}`, user(`u${i}`, `User ${i} ✓`, i % 5 === 0 ? { customData: null } : { customData }));
+  }
+  state.lastSeq = 10;
+  return state;
+}
+
+/** Frame start offsets of a snapshot file, walking the length fields. */
+function frameStarts(buf: Buffer): number[] {
+  const starts: number[] = [];
+  for (let at = 0; at < buf.length; at += frameHeaderBytes + buf.readUInt32LE(at)) starts.push(at);
+  return starts;
+}
+
+test('a snapshot round-trips many entities in several chunks, under its baseSeq name, with no temporary left', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(5000);
+  const written = await writeSnapshot(storage, dir, state.snapshotSource());
+  assert.equal(written.path, join(dir, snapshotFileName(10)));
+  assert.equal(written.entities, 5002);
+  assert.equal(written.counts.user, 5000);
+  assert.equal(written.chunks, 2 + Math.ceil(5000 / snapshotChunkEntities));
+  assert.deepEqual(readdirSync(dir), ['snapshot-0000000000000010.msgpack']);
+  const loaded = await readSnapshot(storage, written.path);
+  assert.equal(loaded.baseSeq, 10);
+  assert.equal(loaded.bytes, written.bytes);
+  const restored = new FakeState();
+  for (const kind of entityKinds) {
+    const values = loaded.sections.get(kind);
+    if (values !== undefined) restored.loadSection(kind, values);
+  }
+  restored.finishLoad(loaded.baseSeq);
+  assert.deepEqual(restored.dump(), state.dump());
+  assert.equal(loaded.sections.has('group'), false, 'empty kinds have no section');
+});
+
+test('large entities are cut into chunks by bytes, not only by count', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = new FakeState();
+  const blob = 'z'.repeat(100 * 1024);
+  for (let i = 0; i < 40; i++) state.maps.get('user')!.set(`u${i}`, user(`u${i}`, 'big', { customData: { blob } }));
+  const written = await writeSnapshot(storage, dir, state.snapshotSource());
+  assert.ok(written.chunks >= 4, `chunks: ${written.chunks}`);
+  const loaded = await readSnapshot(storage, written.path);
+  assert.equal(loaded.sections.get('user')!.length, 40);
+});
+
+test('the state may change while the snapshot is written; loading it then replaying the later records converges', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(6000);
+  const source = state.snapshotSource();
+  const later = [record(11, putUser('u1', 'renamed')), record(12, { op: 'del', kind: 'user', id: 'u5999' }), record(13, putUser('new-one'))];
+  const writing = writeSnapshot(storage, dir, source);
+  await turn();
+  for (const r of later) state.apply(r);
+  const written = await writing;
+  const loaded = await readSnapshot(storage, written.path);
+  const restored = new FakeState();
+  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
+  restored.finishLoad(loaded.baseSeq);
+  for (const r of later) restored.apply(r);
+  assert.deepEqual(restored.dump(), state.dump());
+});
+
+async function expectInvalid(path: string, check: (err: SnapshotError) => void): Promise<void> {
+  await assert.rejects(readSnapshot(storage, path), (err: unknown) => {
+    assert.ok(err instanceof SnapshotError, String(err));
+    assert.equal(err.code, 'snapshot_invalid');
+    assert.equal(err.file, path);
+    check(err);
+    return true;
+  });
+}
+
+test('a flipped bit anywhere in a snapshot is a SnapshotError naming the file and the damaged frame', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const written = await writeSnapshot(storage, dir, populated(3000).snapshotSource());
+  const original = readFileSync(written.path);
+  const starts = frameStarts(original);
+  for (const frameIndex of [0, 1, 2, starts.length - 1]) {
+    const at = starts[frameIndex]! + frameHeaderBytes + 3;
+    const damaged = Buffer.from(original);
+    damaged[at] ^= 0x10;
+    writeFileSync(written.path, damaged);
+    await expectInvalid(written.path, (err) => {
+      assert.equal(err.offset, starts[frameIndex]);
+      assert.match(err.message, /checksum/);
+    });
+  }
+});
+
+test('a snapshot without its trailer, or cut inside a frame, is invalid', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const written = await writeSnapshot(storage, dir, populated(2500).snapshotSource());
+  const original = readFileSync(written.path);
+  const starts = frameStarts(original);
+  const trailerAt = starts[starts.length - 1]!;
+  writeFileSync(written.path, original.subarray(0, trailerAt));
+  await expectInvalid(written.path, (err) => assert.match(err.message, /missing trailer/));
+  writeFileSync(written.path, original.subarray(0, trailerAt - 100));
+  await expectInvalid(written.path, (err) => assert.match(err.message, /past the end/));
+  writeFileSync(written.path, original.subarray(0, 5));
+  await expectInvalid(written.path, (err) => assert.equal(err.offset, 0));
+  writeFileSync(written.path, Buffer.concat([original, Buffer.from([1, 2, 3])]));
+  await expectInvalid(written.path, (err) => assert.match(err.message, /after the trailer/));
+});
+
+test('a file that is not a snapshot, or whose header disagrees with its name, is invalid', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const notSnapshot = join(dir, snapshotFileName(3));
+  writeFileSync(notSnapshot, 'hello, this is not a snapshot at all');
+  await expectInvalid(notSnapshot, () => undefined);
+  const written = await writeSnapshot(storage, dir, populated(1).snapshotSource());
+  const renamed = join(dir, snapshotFileName(11));
+  writeFileSync(renamed, readFileSync(written.path));
+  await expectInvalid(renamed, (err) => assert.match(err.message, /file name says 11/));
+});
+
+test('a failing write leaves no temporary and reports snapshot_write', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const hooked = new HookedStorage();
+  hooked.before = (op) => {
+    if (op === 'write' && hooked.count('write') === 3) throw ioError('ENOSPC');
+  };
+  await assert.rejects(writeSnapshot(hooked, dir, populated(5000).snapshotSource()), (err: unknown) =>
+    err instanceof SnapshotError && err.code === 'snapshot_write' && /ENOSPC/.test(err.message));
+  assert.deepEqual(readdirSync(dir), []);
+});
+
+test('writing yields to the event loop between chunks', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(snapshotChunkEntities * 4);
+  let turnsDuringWrite = 0;
+  let writing = true;
+  const tick = (): void => {
+    if (!writing) return;
+    turnsDuringWrite++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  const written = await writeSnapshot(storage, dir, state.snapshotSource());
+  writing = false;
+  assert.ok(turnsDuringWrite >= written.chunks, `turns ${turnsDuringWrite}, chunks ${written.chunks}`);
+});
+
+test('entity kinds are restored in their own sections', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(3);
+  state.apply(record(11, { op: 'put', kind: 'group', value: { id: 'g1', name: 'G', description: '', customData: {}, status: 'ENABLED', application: 'app-1', createdAt: 1, modifiedAt: 1 } }));
+  const written = await writeSnapshot(storage, dir, state.snapshotSource());
+  const loaded = await readSnapshot(storage, written.path);
+  const kinds: EntityKind[] = [...loaded.sections.keys()].sort();
+  assert.deepEqual(kinds, ['group', 'meta', 'organization', 'user']);
+  assert.deepEqual(loaded.counts, { meta: 1, organization: 1, application: 0, group: 1, user: 3 });
+});
