@@ -154,6 +154,9 @@ export class State {
 
   loadSection(kind: EntityKind, values: readonly unknown[]): void {
     for (const value of values) {
+      // The newest time in the snapshot, so the clock never goes back after a restart with nothing to replay.
+      const modifiedAt = (value as { modifiedAt?: number }).modifiedAt;
+      if (modifiedAt !== undefined && modifiedAt > this.lastAt) this.lastAt = modifiedAt;
       switch (kind) {
         case 'meta': this.meta = value as Meta; break;
         case 'application': this.applications.set((value as Application).id, value as Application); break;
