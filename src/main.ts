@@ -98,7 +98,7 @@ async function main(): Promise<void> {
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
-  handle = createPipeline(allRoutes({ state, committer, authenticator, renderer, pool, secrets }), {
+  handle = createPipeline(allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence }), {
     realm: config.realm,
     caller: (username, password) => authenticator.caller(username, password),
     onUnexpected: (err, req) => {

@@ -7,6 +7,7 @@ import type { Authenticator } from '../../service/authenticator.js';
 import type { Committer } from '../../service/committer.js';
 import { isWellFormedId } from '../../store/ids.js';
 import type { State } from '../../store/state.js';
+import type { SnapshotWritten } from '../../persist/snapshot.js';
 import type { Renderer } from '../render.js';
 
 export interface RouteDeps {
@@ -16,6 +17,7 @@ export interface RouteDeps {
   readonly renderer: Renderer;
   readonly pool: HashPool;
   readonly secrets: ApiKeySecrets;
+  readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
 }
 
 /** A path id, checked before any lookup. */

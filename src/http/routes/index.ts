@@ -1,6 +1,7 @@
 // Every route of the service, in one list.
 
 import type { RouteSpec } from '../pipeline.js';
+import { adminRoutes } from './admin.js';
 import { apikeyRoutes } from './apikeys.js';
 import { applicationRoutes } from './applications.js';
 import { authenticateRoutes } from './authenticate.js';
@@ -15,5 +16,6 @@ export function allRoutes(deps: RouteDeps): RouteSpec[] {
     ...groupRoutes(deps),
     ...userRoutes(deps),
     ...apikeyRoutes(deps),
+    ...adminRoutes(deps),
   ];
 }
