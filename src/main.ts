@@ -7,7 +7,8 @@ import { HashPool } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
 import { ConfigError, defaultPublicUrl, loadConfig, type Config } from './config/config.js';
 import {
-  bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, shutdownGraceMs, verifyCacheEntriesMax,
+  bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, searchIndexDocsPerTurn, searchIndexIdleCheckMs,
+  shutdownGraceMs, verifyCacheEntriesMax,
 } from './config/limits.js';
 import { startServer, type RunningServer } from './http/adapter.js';
 import { createPipeline, errorReply } from './http/pipeline.js';
@@ -66,6 +67,13 @@ async function main(): Promise<void> {
     snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
   });
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
+
+  // The trigram postings are derived data: (re)built a chunk per turn while searches fall back to a scan.
+  const driveSearchIndex = (): void => {
+    if (state.search.building && state.search.buildStep(searchIndexDocsPerTurn)) setImmediate(driveSearchIndex);
+    else setTimeout(driveSearchIndex, searchIndexIdleCheckMs).unref();
+  };
+  driveSearchIndex();
 
   const clock = new MicrosClock();
   clock.notBefore(state.lastAt);

@@ -55,6 +55,16 @@ export const snapshotEverySecondsDefault = 3600;
 export const snapshotChunkEntities = 2000;
 export const snapshotsKept = 2;
 
+// Rendering
+/** Users whose full JSON is kept ready (a few MB); the hot ones are authenticated and fetched again and again. */
+export const renderedUsersCachedMax = 10_000;
+
+// Search
+/** Users added to the trigram index per event-loop turn while it is (re)built in the background: ~5 ms. */
+export const searchIndexDocsPerTurn = 2000;
+/** How often an idle server checks whether the search index needs rebuilding. */
+export const searchIndexIdleCheckMs = 200;
+
 // Shutdown
 export const shutdownGraceMs = 10_000;
 

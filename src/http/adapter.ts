@@ -19,8 +19,11 @@ export interface HttpRequest {
 
 export interface Reply {
   readonly status: number;
+  /** The whole body, or with `stream` the part sent first. */
   readonly body: string;
   readonly headers?: readonly (readonly [string, string])[];
+  /** The rest of the body, produced a chunk at a time as the client drains it (chunked transfer encoding). */
+  readonly stream?: Iterator<string>;
 }
 
 export type Handler = (req: HttpRequest) => Reply | Promise<Reply>;
@@ -80,6 +83,11 @@ function loadUws(allowSlowFallback: boolean): { uws: typeof Uws; native: boolean
 }
 
 const methodsWithBody = new Set(['post', 'put', 'patch']);
+/** Chunks of a streamed body written per event-loop turn before yielding (with 64 KiB chunks: 1 MiB). */
+const streamChunksPerTurn = 16;
+
+interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
+interface RequestMeta { readonly method: string; readonly path: string; readonly startedAt: bigint }
 
 export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   const { uws, native } = loadUws(opts.allowSlowFallback);
@@ -87,23 +95,71 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   let inFlight = 0;
   let drained: (() => void) | undefined;
 
-  const finish = (res: Uws.HttpResponse, state: { aborted: boolean; done: boolean }, meta: { method: string; path: string; startedAt: bigint }, reply: Reply): void => {
-    if (state.done) return;
+  const settle = (state: RequestState, meta: RequestMeta, status: number): void => {
     state.done = true;
     inFlight--;
-    if (!state.aborted) {
-      res.cork(() => {
-        res.writeStatus(statusLine(reply.status));
-        res.writeHeader('Content-Type', 'application/json');
-        if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
-        res.end(reply.body, reply.status === 413 || reply.status === 408);
-      });
-    }
-    opts.onFinished(meta, reply.status, Number(process.hrtime.bigint() - meta.startedAt) / 1e6);
+    opts.onFinished(meta, status, Number(process.hrtime.bigint() - meta.startedAt) / 1e6);
     if (inFlight === 0 && drained !== undefined) drained();
   };
 
-  const dispatch = (res: Uws.HttpResponse, state: { aborted: boolean; done: boolean }, request: HttpRequest): void => {
+  const writeHead = (res: Uws.HttpResponse, reply: Reply): void => {
+    res.writeStatus(statusLine(reply.status));
+    res.writeHeader('Content-Type', 'application/json');
+    if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
+  };
+
+  /**
+   * Writes chunks until the socket pushes back, then waits for onWritable; after streamChunksPerTurn
+   * chunks it yields the event loop, so one huge listing never holds up other requests or memory.
+   */
+  const pumpStream = (res: Uws.HttpResponse, state: RequestState, meta: RequestMeta, reply: Reply, stream: Iterator<string>): void => {
+    for (let written = 0; written < streamChunksPerTurn; written++) {
+      if (state.aborted) return;
+      let next: IteratorResult<string>;
+      try {
+        next = stream.next();
+      } catch {
+        // Headers are gone already: all that is left is to cut the connection so the client sees a broken body.
+        res.close();
+        return;
+      }
+      if (next.done === true) {
+        res.end();
+        settle(state, meta, reply.status);
+        return;
+      }
+      if (!res.write(next.value)) {
+        res.onWritable(() => {
+          setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
+          return true;
+        });
+        return;
+      }
+    }
+    setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
+  };
+
+  const finish = (res: Uws.HttpResponse, state: RequestState, meta: RequestMeta, reply: Reply): void => {
+    // An aborted request is already settled by onAborted.
+    if (state.done || state.streaming) return;
+    const stream = reply.stream;
+    if (stream === undefined) {
+      res.cork(() => {
+        writeHead(res, reply);
+        res.end(reply.body, reply.status === 413 || reply.status === 408);
+      });
+      settle(state, meta, reply.status);
+      return;
+    }
+    state.streaming = true;
+    res.cork(() => {
+      writeHead(res, reply);
+      res.write(reply.body);
+      pumpStream(res, state, meta, reply, stream);
+    });
+  };
+
+  const dispatch = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest): void => {
     let result: Reply | Promise<Reply>;
     try {
       result = opts.handler(request);
@@ -129,7 +185,7 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
       remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(), startedAt,
     };
     const contentLength = req.getHeader('content-length');
-    const state = { aborted: false, done: false };
+    const state: RequestState = { aborted: false, done: false, streaming: false };
     inFlight++;
     res.onAborted(() => {
       state.aborted = true;

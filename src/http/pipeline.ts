@@ -16,11 +16,30 @@ export interface RouteContext {
   readonly req: HttpRequest;
 }
 
-/** A handler's answer: the JSON text of `result` (rendered by src/http/render.ts). */
-export interface RouteResult {
+/**
+ * A handler's answer: the JSON text of `result` (rendered by src/http/render.ts), or for listings too
+ * large to hold as one string, `list`: result is then {"<key>": [items...]}, streamed as it is rendered.
+ */
+export type RouteResult = {
   readonly status?: number;
-  readonly result: string;
   readonly headers?: readonly (readonly [string, string])[];
+} & ({ readonly result: string; readonly list?: undefined } | { readonly list: { readonly key: string; readonly items: Iterable<string> } });
+
+/** Characters gathered from rendered items before a chunk is handed to the socket. */
+const streamChunkChars = 64 * 1024;
+
+function* listChunks(items: Iterable<string>, req: HttpRequest): Generator<string> {
+  let chunk = '';
+  let first = true;
+  for (const item of items) {
+    chunk += first ? item : `,${item}`;
+    first = false;
+    if (chunk.length >= streamChunkChars) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  yield `${chunk}]},"elapsed":${elapsedSeconds(req)}}}`;
 }
 
 export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteResult>;
@@ -108,6 +127,12 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
       }
       const body = parseBody(req);
       const out = await route.handler({ params, query: req.query, body, caller, req });
+      if (out.list !== undefined) {
+        return {
+          status: out.status ?? 200, headers: out.headers,
+          body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req),
+        };
+      }
       return { status: out.status ?? 200, body: envelope(req, out.result), headers: out.headers };
     } catch (err) {
       return fail(req, err);

@@ -1,5 +1,6 @@
 // Explicit public representations: every field that leaves the process is chosen here; hashes and nonces cannot leak.
 
+import { renderedUsersCachedMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
 import { formatTimestamp } from '../domain/time.js';
 import type { State } from '../store/state.js';
@@ -10,7 +11,8 @@ type FullUserCache = { json: string; deps: readonly unknown[] };
 export class Renderer {
   private readonly applicationJson = new WeakMap<Application, string>();
   private readonly groupJson = new WeakMap<Group, string>();
-  private readonly userFullJson = new WeakMap<User, FullUserCache>();
+  /** Bounded (first in, first out): rendering every user once must not keep a gigabyte of JSON alive. */
+  private readonly userFullJson = new Map<User, FullUserCache>();
 
   constructor(private readonly publicUrl: string, private readonly state: State) {}
 
@@ -82,8 +84,11 @@ export class Renderer {
     return `[${user.apikeys.map((k) => this.apikey(user.id, k)).join(',')}]`;
   }
 
-  /** Create, get, list-all and search: applications and groups as full objects, the Organization in brief. */
-  userFull(user: User): string {
+  /**
+   * Create, get, list-all and search: applications and groups as full objects, the Organization in brief.
+   * `remember` false renders without caching (a full listing touches every user once).
+   */
+  userFull(user: User, remember = true): string {
     const apps = user.applications.map((id) => this.state.application(id));
     const groups = user.groups.map((id) => this.state.group(id));
     const org = this.state.organization(user.organization);
@@ -99,7 +104,10 @@ export class Renderer {
       `,"applications":[${apps.filter((a) => a !== undefined).map((a) => this.application(a)).join(',')}]` +
       `,"groups":[${groups.filter((g) => g !== undefined).map((g) => this.group(g)).join(',')}]` +
       `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
-    this.userFullJson.set(user, { json, deps });
+    if (remember) {
+      if (this.userFullJson.size >= renderedUsersCachedMax) this.userFullJson.delete(this.userFullJson.keys().next().value!);
+      this.userFullJson.set(user, { json, deps });
+    }
     return json;
   }
 

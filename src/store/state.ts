@@ -153,6 +153,7 @@ export class State {
   // ---- snapshots ----
 
   loadSection(kind: EntityKind, values: readonly unknown[]): void {
+    if (kind === 'user') this.search.defer();
     for (const value of values) {
       // The newest time in the snapshot, so the clock never goes back after a restart with nothing to replay.
       const modifiedAt = (value as { modifiedAt?: number }).modifiedAt;

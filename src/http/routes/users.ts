@@ -9,6 +9,10 @@ import { userCreate, userUpdate } from '../bodies.js';
 import type { RouteSpec } from '../pipeline.js';
 import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
 
+function* map<T, U>(items: Iterable<T>, fn: (item: T) => U): Generator<U> {
+  for (const item of items) yield fn(item);
+}
+
 function searchTerm(raw: string): string {
   let term: string;
   try {
@@ -26,7 +30,8 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
   return [
     {
       method: 'GET', pattern: '/users',
-      handler: () => ({ result: list('users', [...state.allUsers()].map((u) => renderer.userFull(u))) }),
+      // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
+      handler: () => ({ list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } }),
     },
     {
       method: 'GET', pattern: '/users/search/:search',
