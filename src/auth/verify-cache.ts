@@ -59,6 +59,11 @@ export class VerifyCache {
     return timingSafeEqual(this.mac(secret), entry.mac);
   }
 
+  /** The keyed hash of a secret as text: a map key that identifies the secret without holding it. */
+  fingerprint(secret: string): string {
+    return this.mac(secret).toString('base64');
+  }
+
   forget(subject: string): void {
     this.entries.delete(subject);
   }

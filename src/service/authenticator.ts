@@ -17,6 +17,9 @@ export interface Logger {
 }
 
 export class Authenticator {
+  /** Argon2 verifications under way, by keyed hash of the password and the stored hash. */
+  private readonly inFlight = new Map<string, Promise<boolean>>();
+
   constructor(
     private readonly state: State,
     private readonly pool: HashPool,
@@ -38,7 +41,7 @@ export class Authenticator {
       return undefined;
     }
     if (this.cache.check(user.id, user, password)) return user;
-    const ok = await this.pool.verifyPassword(password, user.passwordHash);
+    const ok = await this.verifyOnce(password, user.passwordHash);
     if (!ok) return undefined;
     // The User may have changed while a worker hashed: judge the current one, and only if its password is the one checked.
     const current = this.state.user(user.id);
@@ -46,6 +49,20 @@ export class Authenticator {
     this.cache.remember(current.id, current, password);
     if (needsRehash(current.passwordHash, this.argon2)) this.rehash(current, password);
     return current;
+  }
+
+  /**
+   * Concurrent checks of the same password against the same hash share one argon2 run: a burst of
+   * logins on a cold cache (a restart, a client's connection pool warming up) costs one hash, not fifty.
+   */
+  private verifyOnce(password: string, passwordHash: string): Promise<boolean> {
+    const key = `${this.cache.fingerprint(password)}\u0000${passwordHash}`;
+    let flight = this.inFlight.get(key);
+    if (flight === undefined) {
+      flight = this.pool.verifyPassword(password, passwordHash).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, flight);
+    }
+    return flight;
   }
 
   /** API Key secrets are high-entropy: a keyed hash and a constant-time compare, no argon2. */
