@@ -6,6 +6,14 @@ import type { RouteSpec } from '../pipeline.js';
 import { deletedTrue, keyed, pathId, type RouteDeps } from './context.js';
 
 export function apikeyRoutes({ state, committer, renderer, secrets }: RouteDeps): RouteSpec[] {
+  const update: RouteSpec['handler'] = async ({ params, body }) => {
+    const userId = pathId(params, 'userid');
+    const keyId = pathId(params, 'apikeyid');
+    decide.mustApikey(state, userId, keyId);
+    const input = apikeyUpdate.parse(body, 'body');
+    const { key } = await committer.commit((s, ctx) => decide.updateApikey(s, userId, keyId, input, ctx));
+    return { result: keyed('apikey', renderer.apikey(userId, key, secrets.secretFor(key.id, key.nonce))) };
+  };
   return [
     {
       method: 'POST', pattern: '/users/user/:userid/apikey',
@@ -25,17 +33,9 @@ export function apikeyRoutes({ state, committer, renderer, secrets }: RouteDeps)
         return { result: keyed('apikey', renderer.apikey(userId, key)) };
       },
     },
-    {
-      method: 'PUT', pattern: '/users/user/:userid/apikey/:apikeyid',
-      handler: async ({ params, body }) => {
-        const userId = pathId(params, 'userid');
-        const keyId = pathId(params, 'apikeyid');
-        decide.mustApikey(state, userId, keyId);
-        const input = apikeyUpdate.parse(body, 'body');
-        const { key } = await committer.commit((s, ctx) => decide.updateApikey(s, userId, keyId, input, ctx));
-        return { result: keyed('apikey', renderer.apikey(userId, key, secrets.secretFor(key.id, key.nonce))) };
-      },
-    },
+    { method: 'PUT', pattern: '/users/user/:userid/apikey/:apikeyid', handler: update },
+    // The spec's own sample request for this update uses POST; accept it as the same operation.
+    { method: 'POST', pattern: '/users/user/:userid/apikey/:apikeyid', handler: update },
     {
       method: 'DELETE', pattern: '/users/user/:userid/apikey/:apikeyid',
       handler: async ({ params }) => {
