@@ -10,7 +10,8 @@ import {
   bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, searchIndexDocsPerTurn, searchIndexIdleCheckMs,
   shutdownGraceMs, verifyCacheEntriesMax,
 } from './config/limits.js';
-import { startServer, type RunningServer } from './http/adapter.js';
+import { loadUws, startServer, type RunningServer } from './http/adapter.js';
+import { Metrics } from './http/metrics.js';
 import { createPipeline, errorReply } from './http/pipeline.js';
 import { Renderer } from './http/render.js';
 import { allRoutes } from './http/routes/index.js';
@@ -58,6 +59,8 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, process.argv.slice(2));
   const logger = createLogger(config.logLevel);
+  // Before any data is touched: a server that will not serve must not bootstrap a data directory either.
+  loadUws(config.allowUwsFallback);
   const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
 
@@ -94,21 +97,33 @@ async function main(): Promise<void> {
     setTimeout(() => process.exit(1), 100);
   };
 
+  const metrics = new Metrics({
+    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, persistence,
+  });
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
   const server: RunningServer = await startServer({
     host: config.host, port: config.port, bodyBytesMax: config.bodyBytesMax, bodyReceiveTimeoutMs,
     allowSlowFallback: config.allowUwsFallback,
     handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
-    onFinished: (req, status, ms) => logger.info({ method: req.method, path: req.path.slice(0, 512), status, ms: Math.round(ms * 1000) / 1000 }, 'request'),
+    onFinished: (req, status, ms, route) => {
+      metrics.requestFinished(route, status, ms);
+      logger.info({ method: req.method, path: req.path.slice(0, 512), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
+    },
     earlyReply: (kind) => errorReply({ startedAt: process.hrtime.bigint() } as HttpRequest, kind),
   });
   if (!server.native) logger.warn('running on the slow pure-JS uWebSockets.js fallback (ALLOW_UWS_FALLBACK)');
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
-  handle = createPipeline(allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence }), {
+  const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
+  metrics.registerRoutes(routes);
+  handle = createPipeline(routes, {
     realm: config.realm,
-    caller: (username, password) => authenticator.caller(username, password),
+    caller: async (username, password) => {
+      const caller = await authenticator.caller(username, password);
+      metrics.callerChecked(caller !== undefined);
+      return caller;
+    },
     onUnexpected: (err, req) => {
       if (err instanceof WalError) {
         exitOnStorageFailure();

@@ -24,6 +24,10 @@ export interface Reply {
   readonly headers?: readonly (readonly [string, string])[];
   /** The rest of the body, produced a chunk at a time as the client drains it (chunked transfer encoding). */
   readonly stream?: Iterator<string>;
+  /** Instead of application/json (GET /metrics answers Prometheus text). */
+  readonly contentType?: string;
+  /** The matched route as `METHOD pattern`, for metrics; absent when no route matched. */
+  readonly route?: string;
 }
 
 export type Handler = (req: HttpRequest) => Reply | Promise<Reply>;
@@ -36,7 +40,7 @@ export interface AdapterOptions {
   allowSlowFallback: boolean;
   handler: Handler;
   /** Called once per finished request, for the request log and metrics. */
-  onFinished(req: { method: string; path: string }, status: number, durationMs: number): void;
+  onFinished(req: { method: string; path: string }, status: number, durationMs: number, route: string | undefined): void;
   /** Replies for failures the adapter detects before a handler runs. */
   earlyReply(kind: 'payload_too_large' | 'request_timeout' | 'internal'): Reply;
 }
@@ -59,8 +63,11 @@ function statusLine(status: number): string {
   return statusLines[status] ?? `${status} Status`;
 }
 
-/** uWS quietly falls back to a slow pure-JS server when its binary does not load; the fallback lacks getParts. */
-function loadUws(allowSlowFallback: boolean): { uws: typeof Uws; native: boolean } {
+/**
+ * uWS quietly falls back to a slow pure-JS server when its binary does not load; the fallback lacks
+ * getParts. Throws unless the operator allowed the fallback; call it before touching any data.
+ */
+export function loadUws(allowSlowFallback: boolean): { uws: typeof Uws; native: boolean } {
   const require = createRequire(import.meta.url);
   const originalWarn = console.warn;
   let warning = '';
@@ -82,6 +89,24 @@ function loadUws(allowSlowFallback: boolean): { uws: typeof Uws; native: boolean
   return { uws, native };
 }
 
+/** The pure-JS fallback does not implement getRemoteAddressAsText. */
+function remoteAddressOf(res: Uws.HttpResponse): string {
+  try {
+    return Buffer.from(res.getRemoteAddressAsText()).toString();
+  } catch {
+    return '';
+  }
+}
+
+/** The pure-JS fallback's getQuery() throws on a path-only URL instead of answering ''. */
+function queryOf(req: Uws.HttpRequest): string {
+  try {
+    return req.getQuery() ?? '';
+  } catch {
+    return '';
+  }
+}
+
 const methodsWithBody = new Set(['post', 'put', 'patch']);
 /** Chunks of a streamed body written per event-loop turn before yielding (with 64 KiB chunks: 1 MiB). */
 const streamChunksPerTurn = 16;
@@ -95,16 +120,16 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   let inFlight = 0;
   let drained: (() => void) | undefined;
 
-  const settle = (state: RequestState, meta: RequestMeta, status: number): void => {
+  const settle = (state: RequestState, meta: RequestMeta, reply: Reply): void => {
     state.done = true;
     inFlight--;
-    opts.onFinished(meta, status, Number(process.hrtime.bigint() - meta.startedAt) / 1e6);
+    opts.onFinished(meta, reply.status, Number(process.hrtime.bigint() - meta.startedAt) / 1e6, reply.route);
     if (inFlight === 0 && drained !== undefined) drained();
   };
 
   const writeHead = (res: Uws.HttpResponse, reply: Reply): void => {
     res.writeStatus(statusLine(reply.status));
-    res.writeHeader('Content-Type', 'application/json');
+    res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
     if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
   };
 
@@ -125,7 +150,7 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
       }
       if (next.done === true) {
         res.end();
-        settle(state, meta, reply.status);
+        settle(state, meta, reply);
         return;
       }
       if (!res.write(next.value)) {
@@ -148,7 +173,7 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
         writeHead(res, reply);
         res.end(reply.body, reply.status === 413 || reply.status === 408);
       });
-      settle(state, meta, reply.status);
+      settle(state, meta, reply);
       return;
     }
     state.streaming = true;
@@ -180,9 +205,9 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     const startedAt = process.hrtime.bigint();
     const method = req.getMethod();
     const meta = {
-      method: method.toUpperCase(), path: req.getUrl(), query: req.getQuery() ?? '',
+      method: method.toUpperCase(), path: req.getUrl(), query: queryOf(req),
       authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'),
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(), startedAt,
+      remoteAddress: remoteAddressOf(res), startedAt,
     };
     const contentLength = req.getHeader('content-length');
     const state: RequestState = { aborted: false, done: false, streaming: false };
