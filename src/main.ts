@@ -15,8 +15,13 @@ import { Metrics } from './http/metrics.js';
 import { createPipeline, errorReply } from './http/pipeline.js';
 import { Renderer } from './http/render.js';
 import { allRoutes } from './http/routes/index.js';
+import { faultSettingsFromEnv, withFaults } from './persist/fault-injection.js';
 import { openPersistence } from './persist/persistence.js';
+import { describeRepair, repairDataDir } from './persist/repair.js';
+import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
+import { BruteForceLimiter } from './auth/limiter.js';
+import { Audit } from './service/audit.js';
 import { Authenticator } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { MicrosClock } from './store/clock.js';
@@ -40,7 +45,7 @@ function createLogger(level: string): Logger {
   );
 }
 
-async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger): Promise<void> {
+async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger, audit: Audit): Promise<void> {
   const email = config.adminEmail ?? 'admin@example.com';
   const generated = config.adminPassword === undefined;
   const password = config.adminPassword ?? randomBytes(18).toString('base64url');
@@ -50,6 +55,10 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
   const passwordHash = await pool.hashPassword(password);
   const admin = await committer.commit((state, ctx) => bootstrap(state, { email, passwordHash }, ctx));
   logger.info({ userId: admin.id, email, baseApplication: admin.applications[0] }, 'first start: base Application and admin User created');
+  audit.record({
+    action: 'bootstrap', caller: null, outcome: 'success', address: 'internal',
+    targets: { user: admin.id, application: admin.applications[0]!, organization: admin.organization },
+  });
   if (generated) {
     // Printed once, on purpose: the operator has no other way to learn it. Set ADMIN_PASSWORD to choose one.
     logger.warn({ adminEmail: email, generatedAdminPassword: password }, 'generated admin password; store it now, it is not shown again');
@@ -59,15 +68,26 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, process.argv.slice(2));
   const logger = createLogger(config.logLevel);
+  if (config.repair) {
+    // --repair: fix what recovery refuses (back up, cut at the damage), say what was dropped, and stop.
+    const report = await repairDataDir({ dir: config.dataDir, createState: () => new State(), logger });
+    process.stderr.write(`authd --repair:\n${describeRepair(report)}\n`);
+    logger.flush();
+    setTimeout(() => process.exit(0), 50);
+    return;
+  }
   // Before any data is touched: a server that will not serve must not bootstrap a data directory either.
   loadUws(config.allowUwsFallback);
   const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
 
   const started = performance.now();
+  // Test-only kill points and disk faults (src/persist/fault-injection.ts); undefined, and so absent, unless set.
+  const faults = faultSettingsFromEnv(process.env);
   const { state, persistence } = await openPersistence({
     dir: config.dataDir, fsync: config.fsync, createState: () => new State(), logger,
     snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
+    storage: faults === undefined ? undefined : withFaults(new NodeStorage(), faults),
   });
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
 
@@ -83,10 +103,13 @@ async function main(): Promise<void> {
   const committer = new Committer(state, persistence, clock, {
     newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce(),
   });
-  if (state.meta === undefined) await firstStart(config, pool, committer, logger);
+  // Audit lines are written at info whatever LOG_LEVEL says (only `silent` turns them off): the trail is not verbosity.
+  const audit = new Audit(config.logLevel === 'silent' ? undefined : logger.child({}, { level: 'info' }));
+  if (state.meta === undefined) await firstStart(config, pool, committer, logger, audit);
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });
-  const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger);
+  const limiter = new BruteForceLimiter(config.bruteForce);
+  const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger, { limiter, audit });
 
   let shuttingDown = false;
   const exitOnStorageFailure = (): void => {
@@ -96,6 +119,8 @@ async function main(): Promise<void> {
     logger.fatal('the write-ahead log failed; exiting so that recovery restarts from durable state');
     setTimeout(() => process.exit(1), 100);
   };
+  // A failed fsync fails the log for good: exit at once, not only when a request next meets it.
+  persistence.setFailureListener(exitOnStorageFailure);
 
   const metrics = new Metrics({
     counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, persistence,
@@ -119,12 +144,15 @@ async function main(): Promise<void> {
   metrics.registerRoutes(routes);
   handle = createPipeline(routes, {
     realm: config.realm,
-    caller: async (username, password) => {
-      const caller = await authenticator.caller(username, password);
+    audit: (entry) => audit.record(entry),
+    caller: async (username, password, address) => {
+      const caller = await authenticator.caller(username, password, address);
       metrics.callerChecked(caller !== undefined);
       return caller;
     },
     onUnexpected: (err, req) => {
+      // A failed write was cut back (from the log and from memory): refuse this change, keep serving.
+      if (err instanceof WalError && err.code === 'wal_cut_back') return 'storage_unavailable';
       if (err instanceof WalError) {
         exitOnStorageFailure();
         return 'storage_unavailable';

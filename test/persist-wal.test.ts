@@ -48,7 +48,8 @@ test('appends made while a flush is in flight form the next batch, flushed right
   let firstSyncReached: () => void = () => undefined;
   const reached = new Promise<void>((resolve) => { firstSyncReached = resolve; });
   storage.before = (op) => {
-    if (op === 'datasync' && storage.count('datasync') === 1) {
+    // The first fdatasync is the new segment's header (see Wal.writeHeader); the second is the first batch's.
+    if (op === 'datasync' && storage.count('datasync') === 2) {
       firstSyncReached();
       return hold.promise;
     }
@@ -181,43 +182,52 @@ test('a failed fdatasync rejects every waiting append, is never retried, and fai
   const { dir, cleanup } = tempDir();
   t.after(cleanup);
   const storage = new HookedStorage();
+  const logger = new RecordingLogger();
+  const wal = await Wal.open({ dir, storage, fsync: 'always', logger, nextSeq: 1 });
+  // Fails from the first batch on; the segment header's fdatasync (in open) went through.
   storage.before = (op) => {
     if (op === 'datasync') throw ioError('EIO');
   };
-  const logger = new RecordingLogger();
-  const wal = await Wal.open({ dir, storage, fsync: 'always', logger, nextSeq: 1 });
   const waiting = range(1, 3).map((seq) => wal.append(record(seq)));
   for (const p of waiting) await assert.rejects(p, (err: unknown) => err instanceof WalError && err.code === 'wal_io');
   await assert.rejects(wal.append(record(4)), (err: unknown) => err instanceof WalError && err.code === 'wal_failed');
   await assert.rejects(wal.rotate(4), WalError);
   assert.ok(wal.failure instanceof WalError);
-  assert.equal(storage.count('datasync'), 1);
+  assert.equal(storage.count('datasync'), 2, "the header's and the failed one");
   assert.equal(logger.at('error').length, 1);
   await assert.rejects(wal.close(), WalError);
-  assert.equal(storage.count('datasync'), 1, 'close does not retry the failed fsync');
+  assert.equal(storage.count('datasync'), 2, 'close does not retry the failed fsync');
 });
 
-test('ENOSPC on write rejects the batch and the batch queued behind it', async (t) => {
+test('ENOSPC on write cuts the batch and the batch queued behind it back, tells the owner, and later appends go on', async (t) => {
   const { dir, cleanup } = tempDir();
   t.after(cleanup);
   const storage = new HookedStorage();
   const hold = gate();
+  const wal = await openWal(dir, 'always', storage);
+  await wal.append(record(1));
+  let full = true;
   storage.before = async (op) => {
-    if (op === 'write') {
+    if (op === 'write' && full) {
       await hold.promise;
       throw ioError('ENOSPC');
     }
   };
-  const wal = await openWal(dir, 'always', storage);
-  const first = wal.append(record(1));
-  await turn();
+  const lost: number[] = [];
+  wal.lossListener = (seq) => lost.push(seq);
   const second = wal.append(record(2));
+  await turn();
+  const third = wal.append(record(3));
   hold.open();
-  await assert.rejects(first, (err: unknown) => err instanceof WalError && err.code === 'wal_io' && /ENOSPC/.test(err.message));
-  await assert.rejects(second, (err: unknown) => err instanceof WalError);
-  assert.equal(storage.count('write'), 1);
-  assert.equal(storage.count('datasync'), 0);
-  await assert.rejects(wal.close(), WalError);
+  await assert.rejects(second, (err: unknown) => err instanceof WalError && err.code === 'wal_cut_back' && err.firstLostSeq === 2 && /ENOSPC/.test(err.message));
+  await assert.rejects(third, (err: unknown) => err instanceof WalError && err.code === 'wal_cut_back');
+  assert.deepEqual(lost, [2], 'told once, synchronously, from the first lost seq');
+  assert.equal(wal.failure, undefined, 'a failed write does not fail the log');
+  assert.equal(wal.nextSeq, 2, 'the lost seqs are free again');
+  full = false;
+  await wal.append(record(2));
+  await wal.close();
+  assert.deepEqual(seqsIn(join(dir, segmentFileName(1))), [1, 2]);
 });
 
 test('close writes and syncs what was appended in the same turn, then refuses appends', async (t) => {

@@ -3,6 +3,8 @@
 import { availableParallelism } from 'node:os';
 import {
   argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, bodyBytesMax,
+  bruteForceAddressFailureFactorDefault, bruteForceFailureFactorDefault, bruteForceFailureResetMsDefault,
+  bruteForceMaxWaitMsDefault, bruteForceTarpitMaxMsDefault, bruteForceTarpitStepMsDefault, bruteForceWaitIncrementMsDefault,
   snapshotEveryRecordsDefault, snapshotEverySecondsDefault, verifyCacheTtlMsDefault,
 } from './limits.js';
 
@@ -28,6 +30,17 @@ export interface Config {
   readonly bodyBytesMax: number;
   readonly realm: string;
   readonly allowUwsFallback: boolean;
+  readonly bruteForce: {
+    readonly failureFactor: number;
+    readonly addressFailureFactor: number;
+    readonly waitIncrementMs: number;
+    readonly maxWaitMs: number;
+    readonly failureResetMs: number;
+    readonly tarpitStepMs: number;
+    readonly tarpitMaxMs: number;
+  };
+  /** --repair: repair a damaged data directory (back up, truncate at the damage, report) and exit. */
+  readonly repair: boolean;
 }
 
 /** Every setting, its default and what it does: the README's configuration table is this list. */
@@ -52,7 +65,18 @@ export const settings = {
   BODY_BYTES_MAX: { default: String(bodyBytesMax), help: 'Largest request body (bytes); larger ones get 413.' },
   REALM: { default: 'authd', help: 'Realm named in WWW-Authenticate.' },
   ALLOW_UWS_FALLBACK: { default: '0', help: 'Set to 1 to run on uWebSockets.js\' slow pure-JS fallback when its native binary cannot load.' },
+  BRUTE_FORCE_FAILURE_FACTOR: { default: String(bruteForceFailureFactorDefault), help: 'Failed authentications of one account before each temporary lockout (0: none).' },
+  BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: { default: String(bruteForceAddressFailureFactorDefault), help: 'Failed authentications from one client address (IPv6: its /64) before each lockout of that address (0: none).' },
+  BRUTE_FORCE_WAIT_INCREMENT_S: { default: String(bruteForceWaitIncrementMsDefault / 1000), help: 'Each lockout lasts this much longer than the one before.' },
+  BRUTE_FORCE_MAX_WAIT_S: { default: String(bruteForceMaxWaitMsDefault / 1000), help: 'The longest lockout.' },
+  BRUTE_FORCE_FAILURE_RESET_S: { default: String(bruteForceFailureResetMsDefault / 1000), help: 'Failures are forgotten after this long without one.' },
+  BRUTE_FORCE_TARPIT_MS: { default: String(bruteForceTarpitStepMsDefault), help: 'Delay before the next attempt of an (account, address) pair after its first failure, doubling per failure (0: no tarpit).' },
+  BRUTE_FORCE_TARPIT_MAX_MS: { default: String(bruteForceTarpitMaxMsDefault), help: 'The longest tarpit delay.' },
+  REPAIR: { default: '0', help: 'With --repair (or 1): repair a damaged data directory (back the damaged file up, cut it at the damage, say what was dropped) and exit.' },
 } as const;
+
+/** Settings that are switches: `--repair` alone turns it on. */
+const switches: ReadonlySet<string> = new Set(['REPAIR', 'ALLOW_UWS_FALLBACK']);
 
 export type SettingName = keyof typeof settings;
 
@@ -74,7 +98,8 @@ export function parseFlags(argv: readonly string[]): Partial<Record<SettingName,
     const rawName = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
     const name = rawName.replace(/-/g, '_').toUpperCase();
     if (!(name in settings)) throw new ConfigError(`unknown flag --${rawName}`);
-    let value: string | undefined = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    const bareSwitch = eq === -1 && switches.has(name) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'));
+    let value: string | undefined = bareSwitch ? '1' : eq === -1 ? argv[++i] : arg.slice(eq + 1);
     if (value === undefined) throw new ConfigError(`flag --${rawName} needs a value`);
     out[name as SettingName] = value;
   }
@@ -124,5 +149,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
     bodyBytesMax: integer('BODY_BYTES_MAX', get('BODY_BYTES_MAX') ?? String(bodyBytesMax), 1024, 64 * 1024 * 1024),
     realm: (get('REALM') ?? 'authd').replace(/["\\]/g, ''),
     allowUwsFallback: get('ALLOW_UWS_FALLBACK') === '1' || get('ALLOW_UWS_FALLBACK') === 'true',
+    bruteForce: {
+      failureFactor: integer('BRUTE_FORCE_FAILURE_FACTOR', get('BRUTE_FORCE_FAILURE_FACTOR') ?? String(bruteForceFailureFactorDefault), 0, 1e6),
+      addressFailureFactor: integer('BRUTE_FORCE_ADDRESS_FAILURE_FACTOR', get('BRUTE_FORCE_ADDRESS_FAILURE_FACTOR') ?? String(bruteForceAddressFailureFactorDefault), 0, 1e6),
+      waitIncrementMs: 1000 * integer('BRUTE_FORCE_WAIT_INCREMENT_S', get('BRUTE_FORCE_WAIT_INCREMENT_S') ?? String(bruteForceWaitIncrementMsDefault / 1000), 0, 24 * 3600),
+      maxWaitMs: 1000 * integer('BRUTE_FORCE_MAX_WAIT_S', get('BRUTE_FORCE_MAX_WAIT_S') ?? String(bruteForceMaxWaitMsDefault / 1000), 0, 7 * 24 * 3600),
+      failureResetMs: 1000 * integer('BRUTE_FORCE_FAILURE_RESET_S', get('BRUTE_FORCE_FAILURE_RESET_S') ?? String(bruteForceFailureResetMsDefault / 1000), 1, 30 * 24 * 3600),
+      tarpitStepMs: integer('BRUTE_FORCE_TARPIT_MS', get('BRUTE_FORCE_TARPIT_MS') ?? String(bruteForceTarpitStepMsDefault), 0, 60_000),
+      tarpitMaxMs: integer('BRUTE_FORCE_TARPIT_MAX_MS', get('BRUTE_FORCE_TARPIT_MAX_MS') ?? String(bruteForceTarpitMaxMsDefault), 0, 600_000),
+    },
+    repair: get('REPAIR') === '1' || get('REPAIR') === 'true',
   };
 }

@@ -40,6 +40,35 @@ export const argon2HashBytes = 32;
 export const hashQueueMax = 256;
 export const hashRetryAfterS = 1;
 
+// Brute-force protection (src/auth/limiter.ts), in the spirit of Keycloak's detector
+/** Failures against one account before each temporary lockout step (Keycloak's failure factor); 0 turns it off. */
+export const bruteForceFailureFactorDefault = 30;
+/** Failures from one client address (any accounts) before each lockout step of that address; 0 turns it off. */
+export const bruteForceAddressFailureFactorDefault = 100;
+/** Each lockout step waits this much longer than the one before (Keycloak's wait increment). */
+export const bruteForceWaitIncrementMsDefault = 60_000;
+/** No lockout lasts longer than this (Keycloak's max wait). */
+export const bruteForceMaxWaitMsDefault = 15 * 60_000;
+/** A counter with no failure for this long is forgotten (Keycloak's failure reset time). */
+export const bruteForceFailureResetMsDefault = 12 * 3600_000;
+/** The tarpit: the first failure of an (account, address) pair delays its next attempt this much, doubling per failure... */
+export const bruteForceTarpitStepMsDefault = 250;
+/** ...up to this. */
+export const bruteForceTarpitMaxMsDefault = 5_000;
+/** Failure counters (accounts, addresses and pairs together) held at once; the oldest idle one goes first. */
+export const bruteForceCountersMax = 100_000;
+/** (account, address) pairs that succeeded recently, exempt from the account's lockout: a spray from elsewhere cannot keep the owner out. */
+export const bruteForceTrustedPairsMax = 100_000;
+export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
+/** A trusted pair loses its exemption once it fails this often itself. */
+export const bruteForceTrustedPairFailuresMax = 5;
+/** Account names and addresses are cut to this in counter keys: longer ones match no account anyway. */
+export const bruteForceKeyCharsMax = 256;
+
+// Audit trail (src/service/audit.ts)
+/** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
+export const auditFieldCharsMax = 128;
+
 // Verified-credential cache
 export const verifyCacheTtlMsDefault = 60_000;
 export const verifyCacheEntriesMax = 100_000;
@@ -64,6 +93,28 @@ export const renderedUsersCachedMax = 10_000;
 export const searchIndexDocsPerTurn = 2000;
 /** How often an idle server checks whether the search index needs rebuilding. */
 export const searchIndexIdleCheckMs = 200;
+
+// Paging of list endpoints (src/http/paging.ts)
+/** `limit` of a paged listing: 1 .. this many entities per page. */
+export const pageItemsMax = 1000;
+/** An opaque cursor is a few dozen characters; anything longer is refused before it is decoded. */
+export const pageCursorCharsMax = 128;
+/** Slots a page of a subset (the Users of one Application) may always walk before it sorts the subset instead. */
+export const pageSubsetWalkSlotsMin = 64;
+/** A search page walks at most max(this, limit x pageSearchWalkSlotsPerItem) Users (~1 µs each) before asking the index. */
+export const pageSearchWalkSlotsMin = 1024;
+export const pageSearchWalkSlotsPerItem = 8;
+/** Matches a search page asks the index for before it asks for all of them. */
+export const pageSearchProbeMatchesMax = 10_000;
+/** Deleted entries the creation-order index keeps before compacting: this share of its slots, and at least the count. */
+export const creationOrderTombstoneShareMax = 0.5;
+export const creationOrderTombstonesMin = 1024;
+
+// Offline import (src/cli/)
+/** Records appended to the log before the import waits for them to be written, so memory stays bounded. */
+export const importRecordsPerFlush = 1000;
+/** A line of an import file; an entity is at most a few custom_data limits plus its API Keys. */
+export const importLineCharsMax = 4 * 1024 * 1024;
 
 // Shutdown
 export const shutdownGraceMs = 10_000;

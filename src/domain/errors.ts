@@ -5,6 +5,7 @@ export const errorCatalog = {
   invalid_field: { status: 400, message: 'A field of the request is invalid.' },
   unknown_reference: { status: 400, message: 'A field names an entity that does not exist.' },
   invalid_id: { status: 400, message: 'An identifier in the path is malformed.' },
+  invalid_query: { status: 400, message: 'A query parameter is invalid.' },
   unauthorized: { status: 401, message: 'Valid credentials of a User of the base Application are required.' },
   not_found: { status: 404, message: 'No such entity.' },
   route_not_found: { status: 404, message: 'No such route.' },

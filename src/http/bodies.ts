@@ -55,6 +55,19 @@ export const groupUpdate = body({
   status: field(status),
 });
 
+export const organizationCreate = body({
+  name: field(requiredName, true),
+  description: field(description),
+  custom_data: field(customData({ nullable: true })),
+});
+
+export const organizationUpdate = body({
+  name: field(requiredName),
+  description: field(description),
+  custom_data: field(customData({ nullable: true })),
+  status: field(status),
+});
+
 const memberships = {
   applications: field(arrayOf(id(), { max: applicationsPerUserMax, unique: true })),
   groups: field(arrayOf(id(), { max: groupsPerUserMax, unique: true })),

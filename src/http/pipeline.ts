@@ -6,6 +6,7 @@ import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
 import type { HttpRequest, Reply } from './adapter.js';
 import { Router, type Method } from './router.js';
+import type { AuditEntry } from '../service/audit.js';
 
 export interface RouteContext {
   readonly params: Readonly<Record<string, string>>;
@@ -22,6 +23,8 @@ export interface RouteContext {
  */
 export type RouteResult = {
   readonly status?: number;
+  /** Send `result` as it is, with this Content-Type, instead of inside the envelope (GET /metrics, GET /openapi.json). */
+  readonly contentType?: string;
   readonly headers?: readonly (readonly [string, string])[];
 } & ({ readonly result: string; readonly list?: undefined } | { readonly list: { readonly key: string; readonly items: Iterable<string> } });
 
@@ -50,12 +53,16 @@ export interface RouteSpec {
   readonly handler: RouteHandler;
   /** Answered without credentials (GET /health). */
   readonly public?: boolean;
+  /** false for a POST that changes nothing and audits itself (POST /authenticate). */
+  readonly mutation?: false;
 }
 
 export interface PipelineDeps {
   readonly realm: string;
-  /** Resolves the Basic credentials to a permitted caller, or undefined. */
-  caller(username: string, password: string): Promise<User | undefined>;
+  /** Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter. */
+  caller(username: string, password: string, address: string): Promise<User | undefined>;
+  /** Told one entry per mutation (every request but GETs and routes marked `mutation: false`) and per refused credential format. */
+  audit?(entry: AuditEntry): void;
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
   onUnexpected(err: unknown, req: HttpRequest): ErrorCode;
 }
@@ -102,9 +109,27 @@ function parseBody(req: HttpRequest): unknown {
   }
 }
 
+/** The label a route's replies carry (Reply.route), e.g. `GET /users/user/:userid`. */
+export function routeKey(route: { readonly method: string; readonly pattern: string }): string {
+  return `${route.method} ${route.pattern}`;
+}
+
+/** `{"<kind>":{"id":...}}` of a create's result, as `{ <kind>: id }`; nothing for any other shape. */
+function createdId(result: string): Record<string, string> {
+  try {
+    const parsed = JSON.parse(result) as Record<string, unknown>;
+    const [kind, value] = Object.entries(parsed)[0] ?? [];
+    const id = (value as { id?: unknown } | undefined)?.id;
+    return kind !== undefined && typeof id === 'string' ? { [kind]: id } : {};
+  } catch {
+    return {};
+  }
+}
+
 export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps): (req: HttpRequest) => Promise<Reply> | Reply {
-  const router = new Router<RouteSpec>();
-  for (const route of routes) router.add({ method: route.method, pattern: route.pattern, handler: route });
+  // The `METHOD pattern` label of each route is made once here, so a reply names its route without allocating.
+  const router = new Router<{ spec: RouteSpec; key: string }>();
+  for (const route of routes) router.add({ method: route.method, pattern: route.pattern, handler: { spec: route, key: routeKey(route) } });
   const challenge: [string, string][] = [['WWW-Authenticate', `Basic realm="${deps.realm}", charset="UTF-8"`]];
 
   const fail = (req: HttpRequest, err: unknown): Reply => {
@@ -117,25 +142,41 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     return errorReply(req, deps.onUnexpected(err, req));
   };
 
-  const run = async (req: HttpRequest, route: RouteSpec, params: Record<string, string>): Promise<Reply> => {
+  /** The audit line of a mutation: path ids, plus the created entity's id for a successful POST. */
+  const auditMutation = (req: HttpRequest, key: string, params: Record<string, string>, caller: User, outcome: string, result?: string): void => {
+    const targets: Record<string, string> = { ...params };
+    if (result !== undefined && req.method === 'POST') Object.assign(targets, createdId(result));
+    deps.audit?.({ action: key, caller: caller.id, targets, outcome, address: req.remoteAddress });
+  };
+
+  const run = async (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string): Promise<Reply> => {
+    let caller: User | undefined;
+    const audited = deps.audit !== undefined && route.method !== 'GET' && route.mutation !== false;
     try {
-      let caller: User | undefined;
       if (route.public !== true) {
         const credentials = parseBasicAuth(req.authorization === '' ? undefined : req.authorization);
-        caller = credentials === null ? undefined : await deps.caller(credentials.username, credentials.password);
+        if (credentials === null) {
+          const reason = req.authorization === '' ? 'no_credentials' : 'malformed_credentials';
+          deps.audit?.({ action: 'caller.authenticate', caller: null, targets: {}, outcome: 'failure', reason, address: req.remoteAddress });
+        }
+        caller = credentials === null ? undefined : await deps.caller(credentials.username, credentials.password, req.remoteAddress);
         if (caller === undefined) throw new DomainError('unauthorized');
       }
       const body = parseBody(req);
       const out = await route.handler({ params, query: req.query, body, caller, req });
+      if (audited && caller !== undefined) auditMutation(req, key, params, caller, 'success', out.list === undefined ? out.result : undefined);
       if (out.list !== undefined) {
         return {
           status: out.status ?? 200, headers: out.headers,
-          body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req),
+          body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req), route: key,
         };
       }
-      return { status: out.status ?? 200, body: envelope(req, out.result), headers: out.headers };
+      if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: out.headers, contentType: out.contentType, route: key };
+      return { status: out.status ?? 200, body: envelope(req, out.result), headers: out.headers, route: key };
     } catch (err) {
-      return fail(req, err);
+      const reply = fail(req, err);
+      if (audited && caller !== undefined) auditMutation(req, key, params, caller, err instanceof DomainError ? err.code : reply.status === 503 ? 'unavailable' : 'error');
+      return { ...reply, route: key };
     }
   };
 
@@ -145,6 +186,6 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     if (match.kind === 'method_not_allowed') {
       return errorReply(req, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${match.allow}.`, { headers: [['Allow', match.allow]] });
     }
-    return run(req, match.handler, match.params);
+    return run(req, match.handler.spec, match.params, match.handler.key);
   };
 }

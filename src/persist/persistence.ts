@@ -100,6 +100,19 @@ export class Persistence {
     return run;
   }
 
+  /**
+   * listener is told synchronously which records a failed write cut back (that seq and every later
+   * one): the owner must undo them in memory before anything else runs. See Wal.cutBack.
+   */
+  setLossListener(listener: (firstLostSeq: number) => void): void {
+    this.wal.lossListener = listener;
+  }
+
+  /** listener is told once when the log fails for good (a failed fsync): stop acknowledging and exit. */
+  setFailureListener(listener: (err: Error) => void): void {
+    this.wal.failureListener = listener;
+  }
+
   /** Flushes the log, writes a final snapshot, closes the log and releases the lock. Rejects with WalError if the log had failed. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -133,7 +146,15 @@ export class Persistence {
       // Segments line up with snapshots: every record after baseSeq lands in the new segment, so the
       // files before it become removable once the snapshot and its successor exist.
       await this.wal.rotate(source.baseSeq + 1);
-      const written = await writeSnapshot(storage, dir, source);
+      const cutBacks = this.wal.cutBacks;
+      // The snapshot is fuzzy: it may hold effects of records after baseSeq that were applied but not
+      // yet durable. Before it takes its name, every record appended so far must be durable, or a crash
+      // could leave a snapshot holding half of a record the log never got (a partial change); and if a
+      // failed write cut records back meanwhile, the snapshot may hold those and is abandoned.
+      const written = await writeSnapshot(storage, dir, source, async () => {
+        await this.wal.flush();
+        if (this.wal.cutBacks !== cutBacks) throw new Error('log records were cut back while the snapshot was written');
+      });
       this.newestSnapshotBaseSeq = written.baseSeq;
       this.stats.snapshotsTaken++;
       this.stats.lastSnapshotMs = written.durationMs;

@@ -125,7 +125,11 @@ class FrameWriter {
  * which is fine because every later change is also in the log after baseSeq and replays idempotently.
  * No event-loop turn encodes more than snapshotChunkEntities entities or snapshotChunkBytesMax bytes.
  */
-export async function writeSnapshot(storage: Storage, dir: string, source: SnapshotSource): Promise<SnapshotWritten> {
+export async function writeSnapshot(
+  storage: Storage, dir: string, source: SnapshotSource,
+  /** Runs after the file is complete and synced, before it takes its name; throwing abandons it. */
+  beforeRename?: () => Promise<void>,
+): Promise<SnapshotWritten> {
   const started = performance.now();
   const path = join(dir, snapshotFileName(source.baseSeq));
   const tmpPath = path + tmpSuffix;
@@ -170,6 +174,7 @@ export async function writeSnapshot(storage: Storage, dir: string, source: Snaps
     const closing = file;
     file = undefined;
     await closing.close();
+    await beforeRename?.();
     await storage.rename(tmpPath, path);
     await storage.fsyncDir(dir);
     const entities = entityKinds.reduce((sum, kind) => sum + counts[kind], 0);

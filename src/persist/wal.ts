@@ -4,12 +4,22 @@
 // syncs and the close. Appends only ever add to the batch at the tail of that queue, so records that
 // arrive while a write is in flight form the next batch and go out right after it, and two flushes
 // never overlap (a crash simulator can then reason about exactly which bytes each fsync covered).
+//
+// Two kinds of failure, handled differently:
+//   - a failed WRITE (disk full, EIO on write): the bytes never reached an fdatasync, so the segment is
+//     cut back to where the batch began (truncate + fdatasync), the owner is told synchronously which
+//     records are lost (the Committer undoes them in memory), their appends reject with 'wal_cut_back',
+//     and the log keeps accepting records: writes resume when space returns;
+//   - a failed FDATASYNC (or a failed cut-back): never retried, because the kernel may already have
+//     dropped the dirty pages and cleared the error, so a second fsync that "succeeds" proves nothing
+//     (PostgreSQL's fsyncgate). The log refuses everything from then on and the owner should exit.
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { LogRecord } from '../domain/entities.js';
 import { fsyncIntervalMsMax, walWriteBytesMax } from '../config/limits.js';
-import { encodeRecord } from './codec.js';
+import { randomBytes } from 'node:crypto';
+import { encodeMark, encodeRecord, headerNonce, headerReadBytes, walNonceBytes } from './codec.js';
 import { segmentFileName } from './layout.js';
 import type { PersistLogger } from './replayable.js';
 import type { Storage, WritableFile } from './storage.js';
@@ -22,16 +32,31 @@ import type { Storage, WritableFile } from './storage.js';
 export type FsyncPolicy = 'always' | 'interval' | 'off';
 
 export type WalErrorCode =
-  /** A write or fsync failed; the records it covered may or may not be on disk. */
+  /** A write failed and was cut back: the records it carried, and every one queued behind it, were not made. */
+  | 'wal_cut_back'
+  /** An fsync (or a cut-back) failed; the records it covered may or may not be on disk. */
   | 'wal_io'
   /** The log failed earlier and accepts nothing more; the owner should stop and let recovery run. */
   | 'wal_failed'
   | 'wal_closed';
 
 export class WalError extends Error {
-  constructor(readonly code: WalErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: WalErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+    /** For 'wal_cut_back': the first seq that was lost; every later one was lost too. */
+    readonly firstLostSeq?: number,
+  ) {
     super(message, options);
     this.name = 'WalError';
+  }
+}
+
+/** A write of a batch failed; thrown inside the pump so the batch is cut back rather than failing the log. */
+class WriteFailure extends Error {
+  constructor(readonly batchStart: number, override readonly cause: Error) {
+    super(cause.message);
   }
 }
 
@@ -76,6 +101,7 @@ function deferred(): Deferred {
 
 interface Batch {
   readonly kind: 'batch';
+  readonly firstSeq: number;
   readonly frames: Buffer[];
   /** Shared by every append of the batch: one promise per turn instead of one per record. */
   readonly done: Deferred;
@@ -102,6 +128,23 @@ export class Wal {
   private failed: WalError | undefined;
   private closing = false;
   private expectedSeq: number;
+  /** Bytes in the current segment file, all written successfully. */
+  private segmentBytes = 0;
+  /** Bytes of the current segment an fdatasync of this process has covered. */
+  private syncedBytes = 0;
+  /** syncedBytes as the last mark written told it; a new mark is written only when it moved. */
+  private markedSyncedBytes = -1;
+  /** The current segment's nonce; undefined for a segment from before marks, which then gets none. */
+  private nonce: Buffer | undefined;
+  /** How many times a failed write was cut back; a snapshot compares it to know whether it saw lost records. */
+  cutBacks = 0;
+  /**
+   * Told synchronously, before any other code runs, which records a cut-back lost: the owner must
+   * undo them in memory at once, so nothing is decided on them. Set by the owner (the Committer).
+   */
+  lossListener: ((firstLostSeq: number) => void) | undefined;
+  /** Told once when the log fails for good (a failed fsync): the owner should stop acknowledging and exit. */
+  failureListener: ((err: WalError) => void) | undefined;
 
   private constructor(
     private readonly opts: WalOptions,
@@ -111,21 +154,46 @@ export class Wal {
     this.expectedSeq = opts.nextSeq;
   }
 
-  /** Opens the segment to append to, creating it if needed. */
+  /** Opens the segment to append to, creating it (with its synced header) if needed. */
   static async open(opts: WalOptions): Promise<Wal> {
     const firstSeq = opts.continueSegment ?? opts.nextSeq;
     assert.ok(firstSeq <= opts.nextSeq, `segment first seq ${firstSeq} is after the next seq ${opts.nextSeq}`);
-    const file = await opts.storage.openAppend(join(opts.dir, segmentFileName(firstSeq)));
-    if (opts.continueSegment === undefined) {
-      try {
+    const path = join(opts.dir, segmentFileName(firstSeq));
+    const head = opts.continueSegment === undefined ? undefined : await readHead(opts.storage, path);
+    const file = await opts.storage.openAppend(path);
+    const wal = new Wal(opts, file, firstSeq);
+    try {
+      if (head === undefined || head.bytes === 0) {
+        await wal.writeHeader(file);
         // The new name must survive a power loss, or records synced into it would vanish with it.
         await opts.storage.fsyncDir(opts.dir);
-      } catch (err) {
-        await file.close().catch(() => undefined);
-        throw err;
+      } else {
+        // Continued: marks claim only what this process fdatasyncs (the first sync also covers the
+        // bytes an earlier, killed process left in the page cache), so syncedBytes starts at 0.
+        wal.segmentBytes = head.bytes;
+        wal.nonce = head.nonce;
       }
+    } catch (err) {
+      await file.close().catch(() => undefined);
+      throw err;
     }
-    return new Wal(opts, file, firstSeq);
+    return wal;
+  }
+
+  /**
+   * Every new segment starts with a mark naming it, written and fdatasynced before any record: so
+   * damage at offset 0 is always corruption, and recovery always knows the nonce of the segment's marks.
+   */
+  private async writeHeader(file: WritableFile): Promise<void> {
+    const nonce = randomBytes(walNonceBytes);
+    const header = encodeMark(nonce, 0);
+    await file.write(header);
+    await file.datasync();
+    this.nonce = nonce;
+    this.segmentBytes = header.length;
+    this.syncedBytes = header.length;
+    this.markedSyncedBytes = 0;
+    this.stats.bytes += header.length;
   }
 
   /** The seq the next append must carry. */
@@ -155,7 +223,7 @@ export class Wal {
     this.expectedSeq++;
     let batch = this.openBatch;
     if (batch === null) {
-      batch = { kind: 'batch', frames: [], done: deferred() };
+      batch = { kind: 'batch', firstSeq: record.seq, frames: [], done: deferred() };
       this.openBatch = batch;
       this.queue.push(batch);
       this.schedulePump();
@@ -227,7 +295,8 @@ export class Wal {
           await this.process(item);
           item.done?.resolve();
         } catch (err) {
-          this.fail(err, item);
+          if (err instanceof WriteFailure && item.kind === 'batch') await this.cutBack(item, err);
+          else this.fail(err, item);
         }
       }
     } finally {
@@ -246,7 +315,11 @@ export class Wal {
 
   private async writeBatch(batch: Batch): Promise<void> {
     const file = this.requireFile();
-    const { frames } = batch;
+    const batchStart = this.segmentBytes;
+    // A batch written after an fdatasync starts with a mark saying how far that fdatasync reached.
+    const frames = this.nonce !== undefined && this.syncedBytes !== this.markedSyncedBytes
+      ? [encodeMark(this.nonce, this.syncedBytes), ...batch.frames]
+      : batch.frames;
     // Cut the batch into writes of at most walWriteBytesMax (a larger single frame goes alone), so a
     // huge burst never needs one giant contiguous buffer; durability still costs one fdatasync.
     let i = 0;
@@ -257,21 +330,70 @@ export class Wal {
       while (i < frames.length && size + frames[i]!.length <= walWriteBytesMax) size += frames[i++]!.length;
       const data = i - first === 1 ? frames[first]! : Buffer.concat(frames.slice(first, i), size);
       this.dirty = true;
-      await file.write(data);
+      try {
+        await file.write(data);
+      } catch (err) {
+        throw new WriteFailure(batchStart, err as Error);
+      }
+      this.segmentBytes += size;
       this.stats.writes++;
       this.stats.bytes += size;
     }
-    this.stats.records += frames.length;
+    if (frames !== batch.frames) this.markedSyncedBytes = this.syncedBytes;
+    this.stats.records += batch.frames.length;
     if (this.opts.fsync === 'always') await this.datasync();
     else if (this.opts.fsync === 'interval') this.armSyncTimer();
   }
 
   private async datasync(): Promise<void> {
     const started = performance.now();
+    const covered = this.segmentBytes;
     await this.requireFile().datasync();
     this.stats.fsyncs++;
     this.stats.lastFsyncMs = performance.now() - started;
     this.dirty = false;
+    this.syncedBytes = covered;
+  }
+
+  /**
+   * A write of `batch` failed. Everything from the batch on is lost: the batch itself and every batch
+   * queued behind it (decided on a state that held the lost records). The owner undoes them in memory
+   * now, synchronously; then the segment is cut back to where the batch began and made durable so the
+   * partial bytes cannot come back after a crash; only then are the appends rejected, so a 503 means
+   * "not made". Appends that arrive meanwhile queue behind and go out once the cut-back is done.
+   */
+  private async cutBack(batch: Batch, failure: WriteFailure): Promise<void> {
+    const firstLostSeq = batch.firstSeq;
+    const lost: Item[] = [batch];
+    for (let i = 0; i < this.queue.length; i++) {
+      const item = this.queue[i]!;
+      // A rotation asked for after the lost records names a seq that no longer comes next.
+      if (item.kind === 'batch' || (item.kind === 'rotate' && item.nextSeq > firstLostSeq)) {
+        lost.push(item);
+        this.queue.splice(i--, 1);
+      }
+    }
+    this.openBatch = null;
+    this.expectedSeq = firstLostSeq;
+    this.cutBacks++;
+    const lostRecords = lost.reduce((n, item) => n + (item.kind === 'batch' ? item.frames.length : 0), 0);
+    this.opts.logger.error({
+      err: failure.cause, segment: this.segmentPath, offset: failure.batchStart, firstLostSeq, lostRecords,
+    }, 'write-ahead log write failed; cutting the batch back, its changes are refused (503) and writes go on');
+    this.lossListener?.(firstLostSeq);
+    try {
+      const file = this.requireFile();
+      await file.truncate(failure.batchStart);
+      this.segmentBytes = failure.batchStart;
+      await this.datasync();
+    } catch (err) {
+      // The file is in an unknown state now: stop for good, like a failed fsync.
+      this.fail(err, batch);
+      for (const item of lost.slice(1)) item.done?.reject(this.failed!);
+      return;
+    }
+    const cutBack = new WalError('wal_cut_back', `a write to ${this.segmentPath} failed and was cut back (${failure.cause.message}); the change was not made`, { cause: failure.cause }, firstLostSeq);
+    for (const item of lost) item.done?.reject(cutBack);
   }
 
   private armSyncTimer(): void {
@@ -299,13 +421,34 @@ export class Wal {
     // Synced whatever the policy: a segment that is no longer last must never end torn, because
     // recovery only forgives a torn tail in the last one.
     if (this.dirty) await this.datasync();
+    const path = join(this.opts.dir, segmentFileName(nextSeq));
+    // The new segment is made ready (header, durable name) before the old one is let go, so a full
+    // disk fails the rotation (and its snapshot) and leaves the log appending where it was.
+    let file: WritableFile;
+    try {
+      file = await this.opts.storage.openAppend(path);
+    } catch (err) {
+      throw new RotationRefused(err as Error);
+    }
+    const previous = { nonce: this.nonce, segmentBytes: this.segmentBytes, syncedBytes: this.syncedBytes, marked: this.markedSyncedBytes };
+    try {
+      await this.writeHeader(file);
+      // As in open(): the new name must be durable before records synced into it count as durable.
+      await this.opts.storage.fsyncDir(this.opts.dir);
+    } catch (err) {
+      this.nonce = previous.nonce;
+      this.segmentBytes = previous.segmentBytes;
+      this.syncedBytes = previous.syncedBytes;
+      this.markedSyncedBytes = previous.marked;
+      await file.close().catch(() => undefined);
+      // An empty newer segment left behind would stop recovery (the old one runs into its name):
+      // if it cannot be removed, the log stops instead.
+      await this.opts.storage.unlink(path);
+      throw new RotationRefused(err as Error);
+    }
     await this.requireFile().close();
-    this.file = null;
-    const file = await this.opts.storage.openAppend(join(this.opts.dir, segmentFileName(nextSeq)));
     this.file = file;
     this.segmentFirstSeq = nextSeq;
-    // As in open(): the new name must be durable before records synced into it count as durable.
-    await this.opts.storage.fsyncDir(this.opts.dir);
   }
 
   private async closeFile(): Promise<void> {
@@ -321,6 +464,13 @@ export class Wal {
   }
 
   private fail(err: unknown, item: Item): void {
+    if (err instanceof RotationRefused && item.kind === 'rotate') {
+      // Not a failure of the log: the old segment is still open and intact; only the snapshot that
+      // asked for the rotation fails.
+      this.opts.logger.error({ err: err.cause, segment: this.segmentPath }, 'could not start a new log segment; appending to the current one');
+      item.done.reject(new WalError('wal_io', `could not start a new log segment: ${err.cause.message}`, { cause: err.cause }));
+      return;
+    }
     const cause = err as Error;
     // A failed fsync is never retried: the kernel may already have dropped the dirty pages and
     // cleared the error, so a second fsync that "succeeds" proves nothing (PostgreSQL's fsyncgate).
@@ -334,6 +484,7 @@ export class Wal {
       if (file !== null) void file.close().catch(() => undefined);
     }
     item.done?.reject(this.failed);
+    this.failureListener?.(this.failed);
   }
 
   private async settleAfterFailure(item: Item): Promise<void> {
@@ -343,5 +494,30 @@ export class Wal {
       if (file !== null) await file.close().catch(() => undefined);
     }
     item.done?.reject(item.kind === 'batch' ? this.failed! : this.failedError());
+  }
+}
+
+/** A rotation that could not start its new segment; the current one stays in use. */
+class RotationRefused extends Error {
+  constructor(override readonly cause: Error) {
+    super(cause.message);
+  }
+}
+
+/** Size and header nonce of a segment about to be continued. */
+async function readHead(storage: Storage, path: string): Promise<{ bytes: number; nonce: Buffer | undefined }> {
+  const file = await storage.openRead(path);
+  try {
+    const head = new Uint8Array(Math.min(file.size, headerReadBytes));
+    let done = 0;
+    while (done < head.length) {
+      const n = await file.read(head.subarray(done), head.length - done, done);
+      if (n <= 0) break;
+      done += n;
+    }
+    const nonce = headerNonce(head.subarray(0, done));
+    return { bytes: file.size, nonce: nonce === undefined ? undefined : Buffer.from(nonce) };
+  } finally {
+    await file.close();
   }
 }

@@ -1,13 +1,16 @@
-// Credential checks for callers (Basic) and for POST /authenticate: cache first, argon2 in workers, API keys by keyed hash.
+// Credential checks for callers (Basic) and for POST /authenticate: the brute-force limiter first, then the cache, argon2 in workers, API keys by keyed hash; one audit line per outcome.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
 import type { HashPool, Argon2Params } from '../auth/hash-pool.js';
 import { needsRehash } from '../auth/hash-pool.js';
+import { BruteForceLimiter } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../store/ids.js';
 import { rehashPassword } from '../store/decide.js';
 import type { State } from '../store/state.js';
+import { noAudit, type Audit } from './audit.js';
 import type { Committer } from './committer.js';
 
 export type CredentialType = 'username' | 'apikey';
@@ -16,9 +19,37 @@ export interface Logger {
   warn(obj: object, msg?: string): void;
 }
 
+/** Where an attempt comes from, for the per-address counters and the audit line. */
+export interface AttemptContext {
+  /** The end user's address (`ip_address` of POST /authenticate), else the TCP peer. */
+  readonly address: string;
+  /** The TCP peer, when `address` came from the request body. */
+  readonly peer?: string;
+  /** The authenticated caller on whose behalf (POST /authenticate). */
+  readonly caller?: string;
+}
+
+/** What a credential check found, before the Application's rules are applied. */
+interface Checked {
+  readonly user: User | undefined;
+  readonly outcome: 'success' | 'failure' | 'locked';
+  /** For the audit line only: the client is never told which check refused. */
+  readonly reason?: string;
+  /** The account the credential names, when it exists (audit only). */
+  readonly userId?: string;
+}
+
+/** Limits that let nothing through: for tools and tests that want no brute-force protection. */
+const unlimited = new BruteForceLimiter({
+  failureFactor: 0, addressFailureFactor: 0, waitIncrementMs: 0, maxWaitMs: 0, failureResetMs: 0, tarpitStepMs: 0, tarpitMaxMs: 0,
+});
+
+/** Weight of the newest argon2 duration in the running mean that locked answers imitate. */
+const verifyMsSmoothing = 0.1;
+
 export class Authenticator {
-  /** Argon2 verifications under way, by keyed hash of the password and the stored hash. */
-  private readonly inFlight = new Map<string, Promise<boolean>>();
+  /** Running mean of an argon2 verification as callers see it (queue wait included). */
+  private typicalVerifyMs = 0;
 
   constructor(
     private readonly state: State,
@@ -28,20 +59,21 @@ export class Authenticator {
     private readonly committer: Committer,
     private readonly argon2: Argon2Params,
     private readonly logger: Logger,
+    private readonly guard: { readonly limiter: BruteForceLimiter; readonly audit: Audit } = { limiter: unlimited, audit: noAudit },
   ) {}
 
   /**
    * The User whose password this is, or undefined. Unknown usernames cost the same hashing work as known ones,
-   * so the answer's timing does not tell which usernames exist.
+   * so the answer's timing does not tell which usernames exist. No limiter here: callers go through check().
    */
   async verifyPassword(username: string, password: string): Promise<User | undefined> {
     const user = this.state.userByEmail(username);
     if (user === undefined) {
-      await this.pool.verifyDummy(password);
+      await this.timed(this.pool.verifyDummy(password));
       return undefined;
     }
     if (this.cache.check(user.id, user, password)) return user;
-    const ok = await this.verifyOnce(password, user.passwordHash);
+    const ok = await this.timed(this.pool.verifyPassword(password, user.passwordHash));
     if (!ok) return undefined;
     // The User may have changed while a worker hashed: judge the current one, and only if its password is the one checked.
     const current = this.state.user(user.id);
@@ -49,20 +81,6 @@ export class Authenticator {
     this.cache.remember(current.id, current, password);
     if (needsRehash(current.passwordHash, this.argon2)) this.rehash(current, password);
     return current;
-  }
-
-  /**
-   * Concurrent checks of the same password against the same hash share one argon2 run: a burst of
-   * logins on a cold cache (a restart, a client's connection pool warming up) costs one hash, not fifty.
-   */
-  private verifyOnce(password: string, passwordHash: string): Promise<boolean> {
-    const key = `${this.cache.fingerprint(password)}\u0000${passwordHash}`;
-    let flight = this.inFlight.get(key);
-    if (flight === undefined) {
-      flight = this.pool.verifyPassword(password, passwordHash).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, flight);
-    }
-    return flight;
   }
 
   /** API Key secrets are high-entropy: a keyed hash and a constant-time compare, no argon2. */
@@ -81,38 +99,134 @@ export class Authenticator {
   }
 
   /** A caller of the admin API: a User of the base Application, not DISABLED, by password or by ENABLED API Key. */
-  async caller(username: string, password: string): Promise<User | undefined> {
+  async caller(username: string, password: string, address = ''): Promise<User | undefined> {
+    const type: CredentialType = username.includes('@') ? 'username' : 'apikey';
     const base = this.state.meta?.baseApplication;
-    if (base === undefined) return undefined;
-    const user = username.includes('@')
-      ? await this.verifyPassword(username, password)
-      : this.apikeyUser(this.verifyApikey(username, password));
-    return user !== undefined && mayAuthenticate(user, this.state.application(base)) ? user : undefined;
+    const checked = await this.checkAudited(type, username, password, { address }, 'caller.authenticate');
+    const why = checked.user === undefined ? checked.reason : refusal(checked.user, base === undefined ? undefined : this.state.application(base));
+    const user = why === undefined ? checked.user : undefined;
+    this.guard.audit.record({
+      action: 'caller.authenticate', caller: user?.id ?? null, targets: targetsOf(type, username, checked.userId),
+      outcome: outcomeOf(user, checked), reason: why, address,
+    });
+    return user;
   }
 
   /** POST /authenticate: the User, or undefined for every kind of failure alike. */
-  async authenticate(applicationId: string, type: CredentialType, username: string, password: string): Promise<User | undefined> {
-    const user = type === 'username'
-      ? await this.verifyPassword(username, password)
-      : this.apikeyUser(this.verifyApikey(username, password));
-    return user !== undefined && mayAuthenticate(user, this.state.application(applicationId)) ? user : undefined;
+  async authenticate(
+    applicationId: string, type: CredentialType, username: string, password: string, context: AttemptContext = { address: '' },
+  ): Promise<User | undefined> {
+    const checked = await this.checkAudited(type, username, password, context, 'authenticate', applicationId);
+    const why = checked.user === undefined ? checked.reason : refusal(checked.user, this.state.application(applicationId));
+    const user = why === undefined ? checked.user : undefined;
+    const targets: Record<string, string> = { application: applicationId, ...targetsOf(type, username, checked.userId) };
+    this.guard.audit.record({
+      action: 'authenticate', caller: context.caller ?? null, targets,
+      outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
+    });
+    return user;
   }
 
-  private apikeyUser(found: { user: User; key: ApiKey } | undefined): User | undefined {
-    return found !== undefined && found.key.status === 'ENABLED' ? found.user : undefined;
+  /** check(), with an audit line when it throws (the hash queue was full: the caller answers 503). */
+  private async checkAudited(
+    type: CredentialType, username: string, password: string, context: AttemptContext, action: string, applicationId?: string,
+  ): Promise<Checked> {
+    try {
+      return await this.check(type, username, password, context.address);
+    } catch (err) {
+      const targets: Record<string, string> = { ...(applicationId === undefined ? {} : { application: applicationId }), ...targetsOf(type, username, undefined) };
+      this.guard.audit.record({
+        action, caller: context.caller ?? null, targets, outcome: (err as { name?: string }).name === 'OverloadedError' ? 'overloaded' : 'error',
+        address: context.address, peer: context.peer,
+      });
+      throw err;
+    }
+  }
+
+  /**
+   * The limiter decides before anything is evaluated. A locked-out attempt is answered like a wrong
+   * credential and about as late (a running mean of argon2 checks), without spending a hash on it.
+   */
+  private async check(type: CredentialType, username: string, password: string, address: string): Promise<Checked> {
+    const admission = this.guard.limiter.admit(type === 'username' ? `u:${username}` : `k:${username}`, address);
+    const userId = type === 'username' ? this.state.userByEmail(username)?.id : (isApikeyId(username) ? this.state.userByApikey(username)?.id : undefined);
+    if (!admission.admitted) {
+      const delayMs = Math.max(admission.delayMs, type === 'username' ? this.typicalVerifyMs : 0);
+      if (delayMs > 0) await sleep(delayMs);
+      return { user: undefined, outcome: 'locked', reason: `locked_${admission.lockedBy}`, userId };
+    }
+    const { ticket } = admission;
+    try {
+      if (admission.delayMs > 0) await sleep(admission.delayMs);
+      if (type === 'username') {
+        const user = await this.verifyPassword(username, password);
+        if (user === undefined) {
+          this.guard.limiter.failed(ticket);
+          return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
+        }
+        this.guard.limiter.succeeded(ticket);
+        return { user, outcome: 'success', userId: user.id };
+      }
+      const found = this.verifyApikey(username, password);
+      if (found === undefined) {
+        this.guard.limiter.failed(ticket);
+        return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
+      }
+      // The secret was right: that is not a guess to count, even if the key is DISABLED.
+      this.guard.limiter.succeeded(ticket);
+      if (found.key.status !== 'ENABLED') return { user: undefined, outcome: 'failure', reason: 'key_disabled', userId: found.user.id };
+      return { user: found.user, outcome: 'success', userId: found.user.id };
+    } catch (err) {
+      this.guard.limiter.released(ticket);
+      throw err;
+    }
+  }
+
+  private async timed<T>(work: Promise<T>): Promise<T> {
+    const started = performance.now();
+    const value = await work;
+    const ms = performance.now() - started;
+    this.typicalVerifyMs = this.typicalVerifyMs === 0 ? ms : this.typicalVerifyMs + (ms - this.typicalVerifyMs) * verifyMsSmoothing;
+    return value;
   }
 
   /** bcrypt from an import, or argon2id with old parameters: store a fresh argon2id hash; a failure only delays it. */
   private rehash(user: User, password: string): void {
     this.pool.hashPassword(password).then(
       (newHash) => this.committer.commit((state) => rehashPassword(state, user.id, user.passwordHash, newHash) ?? { ops: [], result: undefined }),
-    ).catch((err: unknown) => {
+    ).then((changed) => {
+      if (changed !== undefined) {
+        this.guard.audit.record({ action: 'user.rehash', caller: null, targets: { user: user.id }, outcome: 'success', address: 'internal' });
+      }
+    }).catch((err: unknown) => {
       this.logger.warn({ userId: user.id, err: err instanceof Error ? err.name : 'unknown' }, 'password rehash failed; retried on next login');
     });
   }
 }
 
+/** The ids an authentication names, for its audit line: the account when it exists, the key id when well-formed. */
+function targetsOf(type: CredentialType, username: string, userId: string | undefined): Record<string, string> {
+  const targets: Record<string, string> = {};
+  if (userId !== undefined) targets['user'] = userId;
+  if (type === 'apikey' && isApikeyId(username)) targets['apikey'] = username;
+  return targets;
+}
+
+function outcomeOf(user: User | undefined, checked: Checked): 'success' | 'failure' | 'locked' {
+  if (user !== undefined) return 'success';
+  return checked.outcome === 'locked' ? 'locked' : 'failure';
+}
+
+/** Why this User may not authenticate against app, or undefined if it may. */
+function refusal(user: User, app: Application | undefined): string | undefined {
+  if (app === undefined) return 'unknown_application';
+  if (app.status !== 'ENABLED') return 'application_disabled';
+  if (user.status === 'DISABLED') return 'user_disabled';
+  if (!user.applications.includes(app.id)) return 'not_in_application';
+  return undefined;
+}
+
 /** A DISABLED User fails; UNVERIFIED and ENABLED pass, against an ENABLED Application they are associated with. */
 export function mayAuthenticate(user: User, app: Application | undefined): boolean {
-  return app !== undefined && app.status === 'ENABLED' && user.status !== 'DISABLED' && user.applications.includes(app.id);
+  return refusal(user, app) === undefined;
 }

@@ -4,7 +4,7 @@ import {
   apikeysPerUserMax, applicationsPerUserMax, groupsPerUserMax,
 } from '../config/limits.js';
 import type {
-  ApiKey, Application, Group, JsonObject, Op, Organization, Status, User, UserStatus,
+  ApiKey, Application, Group, JsonObject, Meta, Op, Organization, Status, User, UserStatus,
 } from '../domain/entities.js';
 import { DomainError } from '../domain/errors.js';
 import type { State } from './state.js';
@@ -370,4 +370,154 @@ export function bootstrap(state: State, admin: { email: string; passwordHash: st
     ],
     result: user,
   };
+}
+
+// ---- organizations ----
+
+export function mustOrganization(state: State, id: string): Organization {
+  const org = state.organization(id);
+  if (org === undefined) throw new DomainError('not_found', `No Organization with id ${id}.`);
+  return org;
+}
+
+export interface OrganizationInput {
+  name?: string; description?: string; custom_data?: JsonObject | null; status?: Status;
+}
+
+/** Names are unique case-insensitively: a company_name in custom_data finds its Organization that way. */
+function checkOrganizationName(state: State, name: string, selfId: string | undefined): void {
+  const clash = state.organizationByName(name);
+  if (clash !== undefined && clash.id !== selfId) {
+    throw new DomainError('duplicate_name', `name: an Organization named "${clash.name}" already exists.`);
+  }
+}
+
+export function createOrganization(state: State, input: OrganizationInput & { name: string }, ctx: DecideContext): Decision<Organization> {
+  checkOrganizationName(state, input.name, undefined);
+  const org: Organization = {
+    id: ctx.newId(), name: input.name, description: input.description ?? '', customData: input.custom_data ?? null,
+    status: 'ENABLED', createdAt: ctx.now, modifiedAt: ctx.now,
+  };
+  return { ops: [{ op: 'put', kind: 'organization', value: org }], result: org };
+}
+
+export function updateOrganization(state: State, id: string, input: OrganizationInput, ctx: DecideContext): Decision<Organization> {
+  const old = mustOrganization(state, id);
+  if (input.name !== undefined) checkOrganizationName(state, input.name, id);
+  const org: Organization = {
+    ...old,
+    name: input.name ?? old.name,
+    description: input.description ?? old.description,
+    customData: input.custom_data === undefined ? old.customData : input.custom_data,
+    status: input.status ?? old.status,
+    modifiedAt: ctx.now,
+  };
+  return { ops: [{ op: 'put', kind: 'organization', value: org }], result: org };
+}
+
+/** Like an Application: DISABLED and empty first. The default Organization catches Users created without one, so it stays. */
+export function deleteOrganization(state: State, id: string): Decision<true> {
+  const org = mustOrganization(state, id);
+  if (state.meta?.defaultOrganization === id) throw refuseDelete('The default Organization cannot be deleted.');
+  if (org.status !== 'DISABLED') throw refuseDelete('An Organization must be DISABLED before it is deleted.');
+  const users = state.countUsersOfOrganization(id);
+  if (users > 0) throw refuseDelete(`An Organization with Users cannot be deleted (${users} Users); move them first.`);
+  return { ops: [{ op: 'del', kind: 'organization', id }], result: true };
+}
+
+// ---- operator actions (authctl, on a stopped data directory) ----
+
+/**
+ * A new password for an administrator who can no longer sign in: the User with this email, or the
+ * oldest User of the base Application. It is also ENABLED and put back in the base Application if it
+ * had left them, since a password alone would not let it in again.
+ */
+export function resetAdminPassword(
+  state: State, email: string | undefined, passwordHash: string, ctx: DecideContext,
+): Decision<{ user: User; changes: string[] }> {
+  const base = state.meta?.baseApplication;
+  if (base === undefined) throw new DomainError('not_found', 'This data directory has no base Application yet: start the service on it once first.');
+  const user = email === undefined ? state.usersOfApplication(base)[0] : state.userByEmail(email);
+  if (user === undefined) {
+    throw new DomainError('not_found', email === undefined ? 'The base Application has no User; give --email.' : `No User with email ${email}.`);
+  }
+  const changes = ['password'];
+  let applications = user.applications;
+  if (!applications.includes(base)) {
+    if (applications.length >= applicationsPerUserMax) {
+      throw new DomainError('limit_exceeded', `applications: the User already belongs to ${applicationsPerUserMax} Applications.`);
+    }
+    applications = [...applications, base];
+    changes.push('added to the base Application');
+  }
+  let status = user.status;
+  if (status === 'DISABLED') {
+    status = 'ENABLED';
+    changes.push('status DISABLED -> ENABLED');
+  }
+  const value: User = { ...user, passwordHash, status, applications, modifiedAt: ctx.now };
+  return { ops: [{ op: 'put', kind: 'user', value }], result: { user: value, changes } };
+}
+
+// ---- import: whole entities with their own ids and times, held to the rules of the API's own changes ----
+
+export function importOrganization(state: State, org: Organization): Decision<Organization> {
+  checkOrganizationName(state, org.name, org.id);
+  return { ops: [{ op: 'put', kind: 'organization', value: org }], result: org };
+}
+
+export function importApplication(state: State, app: Application): Decision<Application> {
+  if (isBase(state, app.id) && app.status === 'DISABLED') {
+    throw new DomainError('base_application_protected', 'status: the base Application cannot be disabled.');
+  }
+  return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };
+}
+
+export function importGroup(state: State, group: Group): Decision<Group> {
+  if (state.application(group.application) === undefined) {
+    throw new DomainError('unknown_reference', `application: no Application with id ${group.application} (it must come before its Groups).`);
+  }
+  const old = state.group(group.id);
+  if (old !== undefined && old.application !== group.application) {
+    throw new DomainError('invalid_field', `application: Group ${group.id} already exists in another Application.`);
+  }
+  checkGroupName(state, group.application, group.name, group.id);
+  return { ops: [{ op: 'put', kind: 'group', value: group }], result: group };
+}
+
+export function importUser(state: State, user: User): Decision<User> {
+  checkEmailFree(state, user.email, user.id);
+  if (state.organization(user.organization) === undefined) {
+    throw new DomainError('unknown_reference', `organization: no Organization with id ${user.organization} (it must come before its Users).`);
+  }
+  checkMemberships(state, user, user);
+  if (user.apikeys.length > apikeysPerUserMax) {
+    throw new DomainError('limit_exceeded', `apikeys: a User may have at most ${apikeysPerUserMax} API Keys.`);
+  }
+  const keyIds = new Set<string>();
+  for (const key of user.apikeys) {
+    const owner = state.userByApikey(key.id);
+    if ((owner !== undefined && owner.id !== user.id) || keyIds.has(key.id)) {
+      throw new DomainError('invalid_field', `apikeys: API Key id ${key.id} belongs to another User.`);
+    }
+    keyIds.add(key.id);
+  }
+  const old = state.user(user.id);
+  if (old !== undefined) keepOneAdmin(state, old, user);
+  return { ops: [{ op: 'put', kind: 'user', value: user }], result: user };
+}
+
+/**
+ * The service-wide facts of an exported directory, taken only by a directory that has none yet (a
+ * restore); a directory with its own base Application keeps it. Checked after the entities it names.
+ */
+export function importMeta(state: State, meta: Meta): Decision<'set' | 'kept'> {
+  if (state.meta !== undefined) return { ops: [], result: 'kept' };
+  if (state.application(meta.baseApplication) === undefined) {
+    throw new DomainError('unknown_reference', `meta: the base Application ${meta.baseApplication} is not in the import.`);
+  }
+  if (state.organization(meta.defaultOrganization) === undefined) {
+    throw new DomainError('unknown_reference', `meta: the default Organization ${meta.defaultOrganization} is not in the import.`);
+  }
+  return { ops: [{ op: 'put', kind: 'meta', value: meta }], result: 'set' };
 }

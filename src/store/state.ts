@@ -1,9 +1,13 @@
 // The in-memory state: entity Maps and their indexes, changed only by apply(record), which is pure and deterministic.
 
+import {
+  pageSearchProbeMatchesMax, pageSearchWalkSlotsMin, pageSearchWalkSlotsPerItem, pageSubsetWalkSlotsMin,
+} from '../config/limits.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
-import { UserSearchIndex } from './search.js';
+import { CreationOrder, precedes, type Page, type PagePosition } from './creation-order.js';
+import { searchHaystack, UserSearchIndex } from './search.js';
 
 type Section = { kind: EntityKind; entries: () => Iterator<unknown> };
 
@@ -21,6 +25,49 @@ function removeFrom(index: Map<string, Set<string>>, key: string, member: string
 }
 
 const noIds: ReadonlySet<string> = new Set();
+
+/** Keeps a kind's creation order in step with a put: a new entity is added, one whose createdAt changed (an import) moves. */
+function trackOrder(order: CreationOrder, old: { id: string; createdAt: number } | undefined, value: { id: string; createdAt: number }): void {
+  if (old !== undefined) {
+    if (old.createdAt === value.createdAt) return;
+    order.remove(old.id, old.createdAt);
+  }
+  order.add(value.id, value.createdAt);
+}
+
+type Created = { readonly id: string; readonly createdAt: number };
+
+function byCreation(a: Created, b: Created): number {
+  return a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+function resolvePage<T>(page: Page<string>, map: ReadonlyMap<string, T>): Page<T> {
+  return { items: page.items.map((id) => map.get(id)!), more: page.more };
+}
+
+/**
+ * A page of a subset (the Users of one Application, say) in creation order. Walking the kind's whole
+ * order from the cursor and keeping members costs about limit x n / k slots for a subset of k spread
+ * evenly among n; sorting the subset costs k log k. The walk is tried within the sort's budget and the
+ * sort done if the walk runs out (a small subset, or one bunched far from the cursor), so a page never
+ * costs much more than the cheaper of the two.
+ */
+function pageOfSubset<T extends Created>(
+  ids: ReadonlySet<string> | undefined, order: CreationOrder, map: ReadonlyMap<string, T>, after: PagePosition | undefined, limit: number,
+): Page<T> {
+  if (ids === undefined || ids.size === 0) return { items: [], more: false };
+  const sortCost = Math.ceil(ids.size * Math.log2(ids.size + 1)) + pageSubsetWalkSlotsMin;
+  const walked = order.after(after, limit, (id) => ids.has(id), sortCost);
+  if (walked !== undefined) return resolvePage(walked, map);
+  const items: T[] = [];
+  for (const id of ids) {
+    const entity = map.get(id)!;
+    if (after === undefined || precedes(after.createdAt, after.id, entity.createdAt, entity.id)) items.push(entity);
+  }
+  items.sort(byCreation);
+  return { items: items.slice(0, limit), more: items.length > limit };
+}
+
 
 export function groupNameKey(applicationId: string, name: string): string {
   return `${applicationId}\u0000${name.toLowerCase()}`;
@@ -46,6 +93,11 @@ export class State {
   private readonly userIdsByOrganization = new Map<string, Set<string>>();
   private readonly userIdByApikey = new Map<string, string>();
   readonly search = new UserSearchIndex();
+  /** Creation order per kind, for paged listings (src/store/creation-order.ts). */
+  private readonly applicationOrder = new CreationOrder();
+  private readonly groupOrder = new CreationOrder();
+  private readonly organizationOrder = new CreationOrder();
+  private readonly userOrder = new CreationOrder();
 
   // ---- the state machine ----
 
@@ -66,7 +118,7 @@ export class State {
       }
     }
     switch (op.kind) {
-      case 'application': this.applications.set(op.value.id, op.value); return;
+      case 'application': return this.putApplication(op.value);
       case 'group': return this.putGroup(op.value);
       case 'organization': return this.putOrganization(op.value);
       case 'user': return this.putUser(op.value);
@@ -74,7 +126,14 @@ export class State {
     }
   }
 
+  private putApplication(app: Application): void {
+    trackOrder(this.applicationOrder, this.applications.get(app.id), app);
+    this.applications.set(app.id, app);
+  }
+
   private deleteApplication(id: string): void {
+    const old = this.applications.get(id);
+    if (old !== undefined) this.applicationOrder.remove(id, old.createdAt);
     this.applications.delete(id);
     // Groups cannot outlive their Application; decide() deletes them in the same record, this only tidies.
     this.groupIdsByApplication.delete(id);
@@ -86,6 +145,7 @@ export class State {
 
   private putGroup(group: Group): void {
     const old = this.groups.get(group.id);
+    trackOrder(this.groupOrder, old, group);
     if (old !== undefined) {
       this.groupIdByName.delete(groupNameKey(old.application, old.name));
       removeFrom(this.groupIdsByApplication, old.application, old.id);
@@ -104,12 +164,14 @@ export class State {
       this.putUser({ ...user, groups: user.groups.filter((g) => g !== id) });
     }
     this.groups.delete(id);
+    this.groupOrder.remove(id, old.createdAt);
     this.groupIdByName.delete(groupNameKey(old.application, old.name));
     removeFrom(this.groupIdsByApplication, old.application, id);
   }
 
   private putOrganization(org: Organization): void {
     const old = this.organizations.get(org.id);
+    trackOrder(this.organizationOrder, old, org);
     if (old !== undefined) this.organizationIdByName.delete(old.name.toLowerCase());
     this.organizations.set(org.id, org);
     this.organizationIdByName.set(org.name.toLowerCase(), org.id);
@@ -119,11 +181,13 @@ export class State {
     const old = this.organizations.get(id);
     if (old === undefined) return;
     this.organizations.delete(id);
+    this.organizationOrder.remove(id, old.createdAt);
     this.organizationIdByName.delete(old.name.toLowerCase());
   }
 
   private putUser(user: User): void {
     const old = this.users.get(user.id);
+    trackOrder(this.userOrder, old, user);
     if (old !== undefined) this.unindexUser(old);
     this.users.set(user.id, user);
     this.userIdByEmail.set(user.email.toLowerCase(), user.id);
@@ -147,6 +211,7 @@ export class State {
     if (old === undefined) return;
     this.unindexUser(old);
     this.users.delete(id);
+    this.userOrder.remove(id, old.createdAt);
     this.search.remove(id);
   }
 
@@ -160,7 +225,7 @@ export class State {
       if (modifiedAt !== undefined && modifiedAt > this.lastAt) this.lastAt = modifiedAt;
       switch (kind) {
         case 'meta': this.meta = value as Meta; break;
-        case 'application': this.applications.set((value as Application).id, value as Application); break;
+        case 'application': this.putApplication(value as Application); break;
         case 'group': this.putGroup(value as Group); break;
         case 'organization': this.putOrganization(value as Organization); break;
         case 'user': this.putUser(value as User); break;
@@ -235,6 +300,75 @@ export class State {
       applications: this.applications.size, groups: this.groups.size,
       organizations: this.organizations.size, users: this.users.size,
     };
+  }
+
+  // ---- pages in creation order, from a cursor position (src/store/creation-order.ts) ----
+
+  pageApplications(after: PagePosition | undefined, limit: number): Page<Application> {
+    return resolvePage(this.applicationOrder.after(after, limit)!, this.applications);
+  }
+
+  pageGroups(after: PagePosition | undefined, limit: number): Page<Group> {
+    return resolvePage(this.groupOrder.after(after, limit)!, this.groups);
+  }
+
+  pageOrganizations(after: PagePosition | undefined, limit: number): Page<Organization> {
+    return resolvePage(this.organizationOrder.after(after, limit)!, this.organizations);
+  }
+
+  pageUsers(after: PagePosition | undefined, limit: number): Page<User> {
+    return resolvePage(this.userOrder.after(after, limit)!, this.users);
+  }
+
+  pageUsersOfApplication(applicationId: string, after: PagePosition | undefined, limit: number): Page<User> {
+    return pageOfSubset(this.userIdsByApplication.get(applicationId), this.userOrder, this.users, after, limit);
+  }
+
+  pageUsersOfGroup(groupId: string, after: PagePosition | undefined, limit: number): Page<User> {
+    return pageOfSubset(this.userIdsByGroup.get(groupId), this.userOrder, this.users, after, limit);
+  }
+
+  pageUsersOfOrganization(orgId: string, after: PagePosition | undefined, limit: number): Page<User> {
+    return pageOfSubset(this.userIdsByOrganization.get(orgId), this.userOrder, this.users, after, limit);
+  }
+
+  pageGroupsOfApplication(applicationId: string, after: PagePosition | undefined, limit: number): Page<Group> {
+    return pageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, after, limit);
+  }
+
+  /**
+   * Users matching a lowercase search term, in creation order after `after`. The search index answers
+   * in insertion order, which is creation order unless an import added older users (`inOrder`).
+   * A later page first walks creation order from the cursor testing each User's haystack, for a
+   * frequent term the cheapest way; if the short walk does not fill the page, the term is rarer and the
+   * index's matches are asked for, at most pageSearchProbeMatchesMax of them unless the page lies beyond.
+   * Measured at 1,000,000 Users, page of 100 from the middle: ~0.1 ms for a term every User matches,
+   * ~1.3 ms for a rare one, ~5 ms for one matching 1% (whole-kind pages: ~0.02 ms). While the trigram
+   * index is being rebuilt the index itself scans every User (~25 ms).
+   */
+  pageSearch(termLower: string, after: PagePosition | undefined, limit: number): Page<User> {
+    if (termLower.length === 0 || termLower.includes('\u0000')) return { items: [], more: false };
+    const inOrder = this.userOrder.appendOnly;
+    if (after === undefined && inOrder) {
+      const ids = this.search.search(termLower, limit + 1);
+      return { items: ids.slice(0, limit).map((id) => this.users.get(id)!), more: ids.length > limit };
+    }
+    const budget = Math.max(pageSearchWalkSlotsMin, limit * pageSearchWalkSlotsPerItem);
+    const walked = this.userOrder.after(after, limit, (id) => searchHaystack(this.users.get(id)!).includes(termLower), budget);
+    if (walked !== undefined) return resolvePage(walked, this.users);
+    const beyond = (u: User): boolean => after === undefined || precedes(after.createdAt, after.id, u.createdAt, u.id);
+    let ids = this.search.search(termLower, pageSearchProbeMatchesMax);
+    if (ids.length === pageSearchProbeMatchesMax) {
+      if (inOrder) {
+        // The first matches in creation order: enough of them past the cursor make the page.
+        const past = ids.map((id) => this.users.get(id)!).filter(beyond);
+        if (past.length > limit) return { items: past.slice(0, limit), more: true };
+      }
+      ids = this.search.search(termLower, Number.POSITIVE_INFINITY);
+    }
+    const users = ids.map((id) => this.users.get(id)!).filter(beyond);
+    if (!inOrder) users.sort(byCreation);
+    return { items: users.slice(0, limit), more: users.length > limit };
   }
 
   private usersIn(ids: ReadonlySet<string> | undefined): User[] {

@@ -1,9 +1,10 @@
-// Small makers for the entities HTTP tests need, each checked to have been created (200) before it is used.
+// Small makers for the entities HTTP tests need, made through the typed client (which throws AuthError unless they were created).
 
+import type {
+  ApikeyCreate, ApplicationCreate, GroupCreate, UserCreate,
+} from '../../src/client/index.js';
 import { adminEmail, type Api } from './server.js';
-import {
-  ok, okKey, type ApikeyJson, type ApplicationJson, type GroupJson, type Json, type UserFullJson,
-} from './http-shapes.js';
+import type { ApikeyJson, ApplicationJson, GroupJson, Json, UserFullJson } from './http-shapes.js';
 
 let counter = 0;
 
@@ -14,43 +15,40 @@ export function unique(prefix: string): string {
 }
 
 export async function createApplication(api: Api, body: Json = {}): Promise<ApplicationJson> {
-  return okKey<ApplicationJson>(await api.post('/applications/application', { name: unique('app'), description: 'made by a test', ...body }), 'application');
+  return api.client.applications.create({ name: unique('app'), description: 'made by a test', ...body } as ApplicationCreate);
 }
 
 export async function createGroup(api: Api, application: string, body: Json = {}): Promise<GroupJson> {
-  return okKey<GroupJson>(await api.post('/groups/group', { name: unique('group'), description: 'made by a test', application, ...body }), 'group');
+  return api.client.groups.create({ name: unique('group'), description: 'made by a test', application, ...body } as GroupCreate);
 }
 
 export const defaultUserPassword = 'user-pass-4Xr!9';
 
 export async function createUser(api: Api, applications: string[], body: Json = {}): Promise<UserFullJson> {
-  const res = await api.post('/users/user', {
+  return api.client.users.create({
     email: `${unique('user')}@example.com`, password: defaultUserPassword, name: 'Test User', applications, ...body,
-  });
-  return okKey<UserFullJson>(res, 'user');
+  } as UserCreate);
 }
 
 export async function createApikey(api: Api, userId: string, body: Json = {}): Promise<ApikeyJson & { secret: string }> {
-  return okKey<ApikeyJson & { secret: string }>(
-    await api.post(`/users/user/${userId}/apikey`, { name: unique('key'), description: 'made by a test', ...body }), 'apikey',
-  );
+  return api.client.apikeys.create(userId, { name: unique('key'), description: 'made by a test', ...body } as ApikeyCreate);
 }
 
 export async function getApplication(api: Api, id: string): Promise<ApplicationJson> {
-  return okKey<ApplicationJson>(await api.get(`/applications/application/${id}`), 'application');
+  return api.client.applications.get(id);
 }
 
 export async function getGroup(api: Api, id: string): Promise<GroupJson> {
-  return okKey<GroupJson>(await api.get(`/groups/group/${id}`), 'group');
+  return api.client.groups.get(id);
 }
 
 export async function getUser(api: Api, id: string): Promise<UserFullJson> {
-  return okKey<UserFullJson>(await api.get(`/users/user/${id}`), 'user');
+  return api.client.users.get(id);
 }
 
 /** The first admin, found by search: its one Application is the base Application. */
 export async function getAdmin(api: Api): Promise<UserFullJson> {
-  const users = okKey<UserFullJson[]>(await api.get(`/users/search/${encodeURIComponent(adminEmail)}`), 'users');
+  const users = await api.client.users.search(adminEmail)();
   const admin = users.find((u) => u.email === adminEmail);
   if (admin === undefined) throw new Error('the first admin is not found by searching its email');
   return admin;
@@ -66,7 +64,7 @@ export async function baseApplicationId(api: Api): Promise<string> {
 export async function authenticate(
   api: Api, application: string, type: 'username' | 'apikey', username: string, password: string,
 ): Promise<{ authenticated: boolean; user?: UserFullJson }> {
-  return ok(await api.post('/authenticate', { type, application, credential: { username, password } }));
+  return api.client.authenticate({ type, application, credential: { username, password } });
 }
 
 /** A well-formed id that names nothing. */

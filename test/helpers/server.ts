@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AuthClient } from '../../src/client/index.js';
 
 /** Fast but real argon2id: the suite creates many users and must stay well under its time budget. */
 const fastHashingEnv = { ARGON2_MEMORY_KIB: '1024', ARGON2_ITERATIONS: '1', HASH_WORKERS: '2' } as const;
@@ -259,11 +260,19 @@ export interface RequestOptions {
   readonly credentials?: Credentials | null;
 }
 
+/**
+ * Requests as the tests write them, sent through the package's typed client (src/client/), so every HTTP
+ * test exercises it: `api.client` for typed calls, `api.get/post/...` for exact status and envelope checks.
+ */
 export class Api {
   /** Every response body this client received, so a test can check that no secret was ever sent back. */
   readonly transcript: string[] = [];
+  readonly client: AuthClient;
 
-  constructor(readonly baseUrl: string, readonly credentials: Credentials | null) {}
+  constructor(readonly baseUrl: string, readonly credentials: Credentials | null) {
+    // Read through `this` on each response, so clients made by as() share one transcript.
+    this.client = new AuthClient({ baseUrl, credentials, onResponse: (res) => this.transcript.push(res.text) });
+  }
 
   as(credentials: Credentials | null): Api {
     const other = new Api(this.baseUrl, credentials);
@@ -273,24 +282,10 @@ export class Api {
   }
 
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult> {
-    const headers: Record<string, string> = {};
-    const credentials = opts.credentials === undefined ? this.credentials : opts.credentials;
-    if (credentials !== null) headers['Authorization'] = basicAuth(credentials.username, credentials.password);
-    let body: string | Uint8Array<ArrayBuffer> | undefined;
-    if (opts.raw !== undefined) {
-      // A copy typed over a plain ArrayBuffer is what fetch's BodyInit accepts.
-      body = typeof opts.raw === 'string' ? opts.raw : new Uint8Array(opts.raw);
-    } else if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body);
-      headers['Content-Type'] = 'application/json';
-    }
-    Object.assign(headers, opts.headers);
-    const res = await fetch(this.baseUrl + path, { method, headers, body });
-    const text = await res.text();
-    this.transcript.push(text);
-    let json: unknown;
-    try { json = JSON.parse(text); } catch { json = undefined; }
-    return { status: res.status, headers: res.headers, text, json };
+    const res = await this.client.send(method, path, {
+      json: opts.body, raw: opts.raw, headers: opts.headers, credentials: opts.credentials,
+    });
+    return { status: res.status, headers: res.headers, text: res.text, json: res.json };
   }
 
   get(path: string, opts?: RequestOptions): Promise<HttpResult> { return this.request('GET', path, opts); }

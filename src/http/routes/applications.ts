@@ -2,6 +2,7 @@
 
 import * as decide from '../../store/decide.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
+import { pageRequest, pageResult } from '../paging.js';
 import type { RouteSpec } from '../pipeline.js';
 import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
 
@@ -9,7 +10,11 @@ export function applicationRoutes({ state, committer, renderer }: RouteDeps): Ro
   return [
     {
       method: 'GET', pattern: '/applications',
-      handler: () => ({ result: list('applications', [...state.allApplications()].map((a) => renderer.application(a))) }),
+      handler: ({ query }) => {
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('applications', state.pageApplications(page.after, page.limit), (a) => renderer.application(a)) };
+        return { result: list('applications', [...state.allApplications()].map((a) => renderer.application(a))) };
+      },
     },
     {
       method: 'POST', pattern: '/applications/application',
@@ -43,15 +48,19 @@ export function applicationRoutes({ state, committer, renderer }: RouteDeps): Ro
     },
     {
       method: 'GET', pattern: '/applications/application/:appid/users',
-      handler: ({ params }) => {
+      handler: ({ params, query }) => {
         const id = decide.mustApplication(state, pathId(params, 'appid')).id;
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfApplication(id, page.after, page.limit), (u) => renderer.userIds(u)) };
         return { result: list('users', state.usersOfApplication(id).map((u) => renderer.userIds(u))) };
       },
     },
     {
       method: 'GET', pattern: '/applications/application/:appid/groups',
-      handler: ({ params }) => {
+      handler: ({ params, query }) => {
         const id = decide.mustApplication(state, pathId(params, 'appid')).id;
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('groups', state.pageGroupsOfApplication(id, page.after, page.limit), (g) => renderer.group(g)) };
         return { result: list('groups', state.groupsOfApplication(id).map((g) => renderer.group(g))) };
       },
     },

@@ -8,6 +8,7 @@ import type { Committer } from '../../service/committer.js';
 import { isWellFormedId } from '../../store/ids.js';
 import type { State } from '../../store/state.js';
 import type { SnapshotWritten } from '../../persist/snapshot.js';
+import type { Metrics } from '../metrics.js';
 import type { Renderer } from '../render.js';
 
 export interface RouteDeps {
@@ -18,6 +19,7 @@ export interface RouteDeps {
   readonly pool: HashPool;
   readonly secrets: ApiKeySecrets;
   readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
+  readonly metrics: Metrics;
 }
 
 /** A path id, checked before any lookup. */

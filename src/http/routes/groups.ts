@@ -2,6 +2,7 @@
 
 import * as decide from '../../store/decide.js';
 import { groupCreate, groupUpdate } from '../bodies.js';
+import { pageRequest, pageResult } from '../paging.js';
 import type { RouteSpec } from '../pipeline.js';
 import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
 
@@ -9,7 +10,11 @@ export function groupRoutes({ state, committer, renderer }: RouteDeps): RouteSpe
   return [
     {
       method: 'GET', pattern: '/groups',
-      handler: () => ({ result: list('groups', [...state.allGroups()].map((g) => renderer.group(g))) }),
+      handler: ({ query }) => {
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('groups', state.pageGroups(page.after, page.limit), (g) => renderer.group(g)) };
+        return { result: list('groups', [...state.allGroups()].map((g) => renderer.group(g))) };
+      },
     },
     {
       method: 'POST', pattern: '/groups/group',
@@ -43,8 +48,10 @@ export function groupRoutes({ state, committer, renderer }: RouteDeps): RouteSpe
     },
     {
       method: 'GET', pattern: '/groups/group/:groupid/users',
-      handler: ({ params }) => {
+      handler: ({ params, query }) => {
         const id = decide.mustGroup(state, pathId(params, 'groupid')).id;
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfGroup(id, page.after, page.limit), (u) => renderer.userIds(u)) };
         return { result: list('users', state.usersOfGroup(id).map((u) => renderer.userIds(u))) };
       },
     },

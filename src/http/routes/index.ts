@@ -7,6 +7,9 @@ import { applicationRoutes } from './applications.js';
 import { authenticateRoutes } from './authenticate.js';
 import type { RouteDeps } from './context.js';
 import { groupRoutes } from './groups.js';
+import { metricsRoutes } from '../metrics.js';
+import { openApiRoutes } from '../openapi.js';
+import { organizationRoutes } from './organizations.js';
 import { userRoutes } from './users.js';
 
 export function allRoutes(deps: RouteDeps): RouteSpec[] {
@@ -17,5 +20,8 @@ export function allRoutes(deps: RouteDeps): RouteSpec[] {
     ...userRoutes(deps),
     ...apikeyRoutes(deps),
     ...adminRoutes(deps),
+    ...organizationRoutes(deps),
+    ...metricsRoutes(deps.metrics),
+    ...openApiRoutes(),
   ];
 }

@@ -6,6 +6,7 @@ import { DomainError, invalidField } from '../../domain/errors.js';
 import * as decide from '../../store/decide.js';
 import { hasLoneSurrogate } from '../schema.js';
 import { userCreate, userUpdate } from '../bodies.js';
+import { pageRequest, pageResult } from '../paging.js';
 import type { RouteSpec } from '../pipeline.js';
 import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
 
@@ -30,12 +31,20 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
   return [
     {
       method: 'GET', pattern: '/users',
-      // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
-      handler: () => ({ list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } }),
+      handler: ({ query }) => {
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), (u) => renderer.userFull(u, false)) };
+        // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
+        return { list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } };
+      },
     },
     {
       method: 'GET', pattern: '/users/search/:search',
-      handler: ({ params }) => {
+      handler: ({ params, query }) => {
+        const page = pageRequest(query);
+        if (page !== undefined) {
+          return { result: pageResult('users', state.pageSearch(searchTerm(params['search'] ?? ''), page.after, page.limit), (u) => renderer.userFull(u)) };
+        }
         const ids = state.search.search(searchTerm(params['search'] ?? ''), Number.POSITIVE_INFINITY);
         return { result: list('users', ids.map((id) => renderer.userFull(state.user(id)!))) };
       },

@@ -1,0 +1,186 @@
+// The authentication scenarios of issue 3: the bare pipeline (0), API keys (A), repeated (B) and distinct (C) usernames, and shedding past the hash queue (C+).
+
+import { availableParallelism } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { argon2id, argon2Verify } from 'hash-wasm';
+import type autocannon from 'autocannon';
+import { ApiKeySecrets } from '../../src/auth/apikey-secrets.js';
+import {
+  argon2HashBytes, argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, argon2SaltBytes, hashQueueMax, hashRetryAfterS,
+} from '../../src/config/limits.js';
+import { passwordHashesDistinct, type Fixtures } from './dataset.js';
+import { runLoad, startLoad } from './load.js';
+import { ms, type ScenarioResult } from './report.js';
+import { adminHeaders, call, endUserAddress, httpRow, measure, median, type ScenarioContext } from './scenario-kit.js';
+
+// Targets, from the issue's table.
+const apikeyRatioMin = 0.6;
+const repeatedUsernameRatioMin = 0.5;
+const argon2CapacityRatioMin = 0.9;
+const healthP99MsMax = 5;
+
+// How the scenarios drive the server.
+/** GET /health while argon2 runs: a gentle probe, so it measures the event loop rather than competing with the workers. */
+const healthProbeRatePerSec = 100;
+const healthProbeConnections = 1;
+/** Past the queue: enough connections that hashQueueMax waiting jobs plus one per worker cannot hold them all. */
+const overflowConnectionsExtra = 150;
+/**
+ * Each overflow connection sends at most one request per Retry-After period, as a client honouring it
+ * would. Without that, every shed connection re-sends at once and the run measures a 503 storm
+ * saturating the event loop (thousands a second), not whether shedding itself is immediate.
+ */
+const overflowConnectionRatePerSec = 1 / hashRetryAfterS;
+/** argon2id verifies timed just before scenario C (the median is used), after one untimed run that compiles the wasm. */
+const argon2ProbeRuns = 5;
+
+export async function health(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const load = await measure(ctx, { connections: ctx.connections, requests: [{ method: 'GET', path: '/health' }] });
+  return httpRow('0', 'GET /health (no credentials)', load, 'GET', ctx, '-', null, 'the pipeline without auth or data');
+}
+
+export function apikeyBodies(f: Fixtures, secrets: ApiKeySecrets): string[] {
+  return f.apikeys.map((k, i) => JSON.stringify({
+    type: 'apikey', application: k.application, credential: { username: k.keyId, password: secrets.secretFor(k.keyId, k.nonce) },
+    ip_address: endUserAddress(i),
+  }));
+}
+
+async function expectAuthenticated(ctx: ScenarioContext, body: string, what: string): Promise<void> {
+  const res = await call(ctx, 'POST', '/authenticate', JSON.parse(body));
+  if (res.status !== 200 || !res.text.includes('"authenticated":true')) {
+    throw new Error(`${what}: the sanity request was not authenticated (${res.status} ${res.text.slice(0, 200)})`);
+  }
+}
+
+export async function apikeyAuthenticate(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const secrets = ApiKeySecrets.load({ keyFile: ctx.keyFile });
+  const bodies = apikeyBodies(ctx.fixtures, secrets);
+  await expectAuthenticated(ctx, bodies[0]!, 'A');
+  const load = await measure(ctx, {
+    connections: ctx.connections, headers: adminHeaders(ctx.fixtures),
+    requests: bodies.map((body) => ({ method: 'POST', path: '/authenticate', body })),
+  });
+  const ratio = load.reqPerSec / ctx.ceilingPost.reqPerSec;
+  return httpRow('A', 'POST /authenticate, apikey', load, 'POST', ctx, `>= ${apikeyRatioMin} x ceiling`, ratio >= apikeyRatioMin,
+    `${ratio.toFixed(2)} x`, { apikeys: bodies.length });
+}
+
+export async function repeatedUsername(ctx: ScenarioContext): Promise<ScenarioResult> {
+  const f = ctx.fixtures;
+  const bodies = f.repeatedCredentials.map((c, i) => JSON.stringify({
+    type: 'username', application: c.application, credential: { username: c.email, password: f.password }, ip_address: endUserAddress(i),
+  }));
+  // Each credential's first check runs argon2 and fills the verify cache; the scenario is about the repeats.
+  for (const body of bodies) await expectAuthenticated(ctx, body, 'B');
+  const load = await measure(ctx, {
+    connections: ctx.connections, headers: adminHeaders(f),
+    requests: bodies.map((body) => ({ method: 'POST', path: '/authenticate', body })),
+  });
+  const ratio = load.reqPerSec / ctx.ceilingPost.reqPerSec;
+  return httpRow('B', 'POST /authenticate, username, repeated', load, 'POST', ctx, `>= ${repeatedUsernameRatioMin} x ceiling`,
+    ratio >= repeatedUsernameRatioMin, `${ratio.toFixed(2)} x`, { credentials: bodies.length });
+}
+
+/**
+ * Hands out a different User per request across all connections. Once the seeded Users run out it
+ * continues with unknown usernames, which cost the server the same argon2 work (a dummy verify) and are never cached.
+ */
+function distinctUsernames(f: Fixtures, start: number): { request: autocannon.Request; used: () => { known: number; unknown: number } } {
+  let next = start;
+  let unknown = 0;
+  const request: autocannon.Request = {
+    method: 'POST', path: '/authenticate',
+    setupRequest: (req) => {
+      const n = next++;
+      const c = f.distinctCredentials[n];
+      const body = c === undefined
+        ? { type: 'username', application: f.baseApplication, credential: { username: `nobody-${unknown}@bench.example`, password: `${f.password}-${unknown++}` }, ip_address: endUserAddress(n) }
+        : { type: 'username', application: c.application, credential: { username: c.email, password: f.password }, ip_address: endUserAddress(n) };
+      return { ...req, body: JSON.stringify(body) };
+    },
+  };
+  return { request, used: () => ({ known: Math.min(next, f.distinctCredentials.length) - start, unknown }) };
+}
+
+
+/**
+ * One argon2id verify at the service's default parameters, timed here while the server idles: the same
+ * hash-wasm code its workers run. Timed now rather than taken from the micro suite minutes earlier, so
+ * that C's capacity estimate and C itself see the same machine.
+ */
+async function argon2VerifyMs(password: string): Promise<number> {
+  const phc = await argon2id({
+    password, salt: randomBytes(argon2SaltBytes), memorySize: argon2MemoryKiBDefault, iterations: argon2IterationsDefault,
+    parallelism: argon2ParallelismDefault, hashLength: argon2HashBytes, outputType: 'encoded',
+  });
+  const times: number[] = [];
+  for (let i = 0; i < argon2ProbeRuns; i++) {
+    const t = performance.now();
+    await argon2Verify({ password, hash: phc });
+    times.push(performance.now() - t);
+  }
+  return median(times);
+}
+
+export async function distinctUsername(ctx: ScenarioContext): Promise<ScenarioResult[]> {
+  const f = ctx.fixtures;
+  const workers = availableParallelism();
+  const verifyMs = await argon2VerifyMs(f.password);
+  const capacity = workers / (verifyMs / 1000);
+  const stream = distinctUsernames(f, 0);
+  const headers = adminHeaders(f);
+  await runLoad({ port: ctx.port, connections: ctx.connections, durationS: ctx.warmS, headers, requests: [stream.request] });
+  const probe = startLoad({ port: ctx.port, connections: healthProbeConnections, durationS: ctx.argon2MeasureS, overallRate: healthProbeRatePerSec, requests: [{ method: 'GET', path: '/health' }] });
+  const load = await runLoad({ port: ctx.port, connections: ctx.connections, durationS: ctx.argon2MeasureS, headers, requests: [stream.request] });
+  const healthLoad = await probe.result;
+  const capacityRatio = load.reqPerSec / capacity;
+  const pass = capacityRatio >= argon2CapacityRatioMin && healthLoad.ok.p99Ms < healthP99MsMax;
+  // Beyond this many in flight, two concurrent requests can share a hash and the server's single-flight merges them.
+  const shared = ctx.connections >= passwordHashesDistinct ? `; WARNING: ${ctx.connections} connections >= ${passwordHashesDistinct} distinct hashes, some argon2 runs may be shared` : '';
+  const rowC = httpRow('C', 'POST /authenticate, username, a different user each time', load, 'POST', ctx,
+    `>= ${argon2CapacityRatioMin} x workers/verify; /health p99 < ${healthP99MsMax} ms`, pass,
+    `${capacityRatio.toFixed(2)} x (${workers} workers / ${verifyMs.toFixed(1)} ms = ${capacity.toFixed(1)}/s); /health p99 ${ms(healthLoad.ok.p99Ms)} ms${shared}`,
+    { hashWorkers: workers, argon2VerifyMs: verifyMs, argon2VerifyMsMicro: ctx.micro.argon2VerifyMs, capacityPerSec: capacity, capacityRatio, healthP50Ms: healthLoad.ok.p50Ms, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs, usersUsed: stream.used() });
+  return [rowC, await overflow(ctx, verifyMs)];
+}
+
+/** Past hashQueueMax, the server must shed at once: 503 with Retry-After, answered faster than one argon2 verify. */
+async function overflow(ctx: ScenarioContext, verifyMs: number): Promise<ScenarioResult> {
+  const f = ctx.fixtures;
+  const connections = hashQueueMax + overflowConnectionsExtra;
+  let shed = 0;
+  let withRetryAfter = 0;
+  let unknown = 0;
+  const request: autocannon.Request = {
+    method: 'POST', path: '/authenticate',
+    // Unknown usernames with distinct passwords: the same argon2 work, never cached or shared, however many requests get through.
+    setupRequest: (req) => {
+      const n = unknown++;
+      const body = { type: 'username', application: f.baseApplication, credential: { username: `overflow-${n}@bench.example`, password: `${f.password}-${n}` }, ip_address: endUserAddress(n) };
+      return { ...req, body: JSON.stringify(body) };
+    },
+    onResponse: (status, _body, _context, headers) => {
+      if (status !== 503) return;
+      shed++;
+      if (Object.keys(headers ?? {}).some((k) => k.toLowerCase() === 'retry-after')) withRetryAfter++;
+    },
+  };
+  const probe = startLoad({ port: ctx.port, connections: healthProbeConnections, durationS: ctx.argon2MeasureS, overallRate: healthProbeRatePerSec, requests: [{ method: 'GET', path: '/health' }] });
+  const load = await runLoad({ port: ctx.port, connections, durationS: ctx.argon2MeasureS, connectionRate: overflowConnectionRatePerSec, headers: adminHeaders(f), requests: [request] });
+  const healthLoad = await probe.result;
+  const shedPerSec = shed / load.durationS;
+  const pass = shed > 0 && withRetryAfter === shed && load.failed.p99Ms < verifyMs;
+  const verdict = shed === 0
+    ? `no 503 at ${connections} connections (hashQueueMax ${hashQueueMax})`
+    : `${shed.toLocaleString('en-US')} shed (${Math.round(shedPerSec).toLocaleString('en-US')}/s), ${withRetryAfter === shed ? 'all' : `${withRetryAfter} of them`} with Retry-After, ` +
+      `503 p99 ${ms(load.failed.p99Ms)} ms; accepted p99 ${ms(load.ok.p99Ms)} ms; /health p99 ${ms(healthLoad.ok.p99Ms)} ms`;
+  return {
+    id: 'C+', name: `C past the queue (${connections} connections, ${overflowConnectionRatePerSec}/s each)`, reqPerSec: load.reqPerSec, p50Ms: load.ok.p50Ms, p99Ms: load.ok.p99Ms,
+    ratio: null, ceiling: null, target: `503 + Retry-After at once (faster than one verify, ${verifyMs.toFixed(0)} ms)`, pass, verdict,
+    extra: {
+      connections, hashQueueMax, shed, withRetryAfter, shedP50Ms: load.failed.p50Ms, shedP99Ms: load.failed.p99Ms, shedMaxMs: load.failed.maxMs,
+      acceptedMaxMs: load.ok.maxMs, statusCounts: load.statusCounts, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs,
+    },
+  };
+}

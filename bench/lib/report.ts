@@ -1,0 +1,131 @@
+// What the benchmark reports: result types, number formatting, the one table, and bench/results/latest.json.
+
+import { cpus, availableParallelism, release, totalmem } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export interface MicroResult {
+  readonly name: string;
+  readonly group: string;
+  readonly opsPerSec: number;
+  /** Mean time per operation. */
+  readonly meanUs: number;
+  /** Relative margin of error, percent. */
+  readonly marginPct: number;
+  readonly samples: number;
+}
+
+export interface MicroReport {
+  readonly users: number;
+  readonly loadMs: number;
+  /** Completing the search index after the load (the server does this in the background). */
+  readonly searchBuildMs: number;
+  readonly results: MicroResult[];
+  /** Mean time of a full linear scan over the same strings divided by the index's, over the same terms. */
+  readonly searchSpeedup: number;
+  readonly searchTerms: number;
+  readonly argon2VerifyMs: number;
+  readonly argon2HashMs: number;
+}
+
+export interface ScenarioResult {
+  readonly id: string;
+  readonly name: string;
+  /** 2xx answers per second; null where the scenario is not a throughput run (G, H, I). */
+  readonly reqPerSec: number | null;
+  readonly p50Ms: number | null;
+  readonly p99Ms: number | null;
+  /** reqPerSec over the ceiling's (GET or POST, as `ceiling` says). */
+  readonly ratio: number | null;
+  readonly ceiling: 'GET' | 'POST' | null;
+  readonly target: string;
+  /** null: informational, no target. */
+  readonly pass: boolean | null;
+  /** The measured value the verdict rests on, in words (for the table). */
+  readonly verdict: string;
+  readonly extra: Record<string, unknown>;
+}
+
+export interface Machine {
+  readonly cpus: number;
+  readonly availableParallelism: number;
+  readonly model: string;
+  readonly memoryGiB: number;
+  readonly node: string;
+  readonly kernel: string;
+  readonly date: string;
+}
+
+export interface BenchReport {
+  readonly mode: 'full' | 'quick';
+  readonly users: number;
+  readonly connections: number;
+  readonly durationS: number;
+  readonly totalS: number;
+  readonly machine: Machine;
+  readonly server: Record<string, string>;
+  readonly ceilings: Record<string, unknown>;
+  readonly scenarios: ScenarioResult[];
+  readonly micro: MicroReport;
+}
+
+export function machine(): Machine {
+  const list = cpus();
+  return {
+    cpus: list.length, availableParallelism: availableParallelism(), model: list[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kernel: release(), date: new Date().toISOString(),
+  };
+}
+
+export function formatOps(ops: number): string {
+  return ops >= 100 ? Math.round(ops).toLocaleString('en-US') : ops.toFixed(1);
+}
+
+export function formatUs(us: number): string {
+  if (us >= 1000) return `${(us / 1000).toFixed(2)} ms`;
+  if (us >= 1) return `${us.toFixed(2)} µs`;
+  return `${(us * 1000).toFixed(0)} ns`;
+}
+
+export function compact(n: number): string {
+  return n >= 1e6 ? `${+(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${+(n / 1e3).toFixed(1)}k` : String(n);
+}
+
+export function ms(value: number | null | undefined): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return '-';
+  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
+}
+
+export function mb(bytes: number): string {
+  return Number.isNaN(bytes) ? '?' : `${Math.round(bytes / 1e6).toLocaleString('en-US')} MB`;
+}
+
+function cell(value: string): string {
+  return value.replace(/\|/g, '\\|');
+}
+
+/** One Markdown table, pasteable into the README as it is. */
+export function scenarioTable(scenarios: readonly ScenarioResult[]): string {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'x ceiling', 'target', 'result'];
+  const rows = scenarios.map((s) => [
+    `${s.id}. ${s.name}`,
+    s.reqPerSec === null ? '-' : formatOps(s.reqPerSec),
+    ms(s.p50Ms),
+    ms(s.p99Ms),
+    s.ratio === null ? '-' : `${s.ratio.toFixed(2)} (${s.ceiling})`,
+    s.target,
+    `${s.pass === null ? 'info' : s.pass ? 'MET' : 'MISSED'}: ${s.verdict}`,
+  ]);
+  return [header, header.map(() => '---'), ...rows].map((r) => `| ${r.map(cell).join(' | ')} |`).join('\n');
+}
+
+export function microTable(micro: MicroReport): string {
+  const header = ['micro benchmark', 'ops/s', 'per op', '±%'];
+  const rows = micro.results.map((r) => [`${r.group}: ${r.name}`, formatOps(r.opsPerSec), formatUs(r.meanUs), r.marginPct.toFixed(1)]);
+  return [header, header.map(() => '---'), ...rows].map((r) => `| ${r.map(cell).join(' | ')} |`).join('\n');
+}
+
+export function writeReport(path: string, report: BenchReport): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+}

@@ -1,0 +1,220 @@
+// The micro benchmarks (benny), run as a child of bench/run.ts on the seeded data directory: codec, apply, index lookups, search, HMAC checks, argon2id.
+//
+// Its own process so that the state it loads (a million users) never sits in the load generator's
+// heap during the HTTP scenarios. Writes its results as JSON to --out.
+
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import b from 'benny';
+import { argon2id, argon2Verify } from 'hash-wasm';
+import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
+import { VerifyCache } from '../src/auth/verify-cache.js';
+import {
+  argon2HashBytes, argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, argon2SaltBytes, verifyCacheEntriesMax,
+} from '../src/config/limits.js';
+import { entityKinds, type LogRecord, type User } from '../src/domain/entities.js';
+import { decodeLog, encodeRecord } from '../src/persist/codec.js';
+import { classifyDir } from '../src/persist/layout.js';
+import { readSnapshot } from '../src/persist/snapshot.js';
+import { NodeStorage } from '../src/persist/storage.js';
+import { State } from '../src/store/state.js';
+import { benchHaystack, type Fixtures } from './lib/dataset.js';
+import { compact, formatOps, formatUs, type MicroReport, type MicroResult } from './lib/report.js';
+
+interface MicroArgs {
+  dataDir: string;
+  fixtures: string;
+  keyFile: string;
+  out: string;
+  quick: boolean;
+}
+
+/** The search index as this benchmark uses it: a lowercase term in, matching ids out. Typed loosely on purpose,
+ *  so the index can change shape (it is being optimised) without breaking the benchmark's build. */
+interface SearchLike {
+  search(termLower: string, limit: number): Iterable<string>;
+  /** Its own linear scan over its precomputed strings, when it offers one. */
+  scan?(termLower: string, limit: number): Iterable<string>;
+  /** An index built in the background after a bulk load: true until it is complete. */
+  readonly building?: boolean;
+  buildStep?(docsMax: number): boolean;
+}
+
+/** Documents per buildStep call while the micro suite completes the search index before measuring it. */
+const searchBuildDocsPerStep = 100_000;
+
+function parseArgs(argv: readonly string[]): MicroArgs {
+  const get = (name: string): string => {
+    const i = argv.indexOf(name);
+    const value = i === -1 ? undefined : argv[i + 1];
+    if (value === undefined) throw new Error(`micro: ${name} is required`);
+    return value;
+  };
+  return { dataDir: get('--data-dir'), fixtures: get('--fixtures'), keyFile: get('--key-file'), out: get('--out'), quick: argv.includes('--quick') };
+}
+
+async function loadState(dataDir: string): Promise<State> {
+  const listing = classifyDir(dataDir, readdirSync(dataDir));
+  const newest = listing.snapshots[0];
+  if (newest === undefined) throw new Error(`micro: no snapshot in ${dataDir}`);
+  const snapshot = await readSnapshot(new NodeStorage(), newest.path);
+  const state = new State();
+  for (const kind of entityKinds) {
+    const values = snapshot.sections.get(kind);
+    if (values !== undefined) state.loadSection(kind, values);
+  }
+  state.finishLoad(snapshot.baseSeq);
+  return state;
+}
+
+/** Cycles through items without allocating, so the benchmark measures the call, not the picking. */
+function cycler<T>(items: readonly T[]): () => T {
+  let i = 0;
+  return () => {
+    const item = items[i]!;
+    i = i + 1 === items.length ? 0 : i + 1;
+    return item;
+  };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const fixtures = JSON.parse(readFileSync(args.fixtures, 'utf8')) as Fixtures;
+  const secrets = ApiKeySecrets.load({ keyFile: args.keyFile });
+  const caseOptions = args.quick ? { maxTime: 0.5, minSamples: 5 } : { maxTime: 2, minSamples: 10 };
+  const slowCaseOptions = args.quick ? { maxTime: 1, minSamples: 5 } : { maxTime: 3, minSamples: 10 };
+
+  const loadStarted = performance.now();
+  const state = await loadState(args.dataDir);
+  const loadMs = performance.now() - loadStarted;
+  const users = state.counts().users;
+  process.stdout.write(`micro: loaded ${users.toLocaleString('en-US')} users in ${(loadMs / 1000).toFixed(1)} s\n`);
+
+  const results: MicroResult[] = [];
+  const suite = async (group: string, ...cases: ReturnType<typeof b.add>[]): Promise<void> => {
+    await b.suite(group, ...cases, b.cycle((current) => {
+      const result: MicroResult = {
+        name: current.name, group, opsPerSec: current.ops, meanUs: current.details.mean * 1e6,
+        marginPct: current.margin, samples: current.samples,
+      };
+      results.push(result);
+      process.stdout.write(`micro: ${group} / ${result.name}: ${formatOps(result.opsPerSec)} ops/s (${formatUs(result.meanUs)} per op, ±${result.marginPct.toFixed(1)}%)\n`);
+      return undefined;
+    }), b.complete(() => undefined));
+  };
+
+  // The server builds its search postings in the background after loading a snapshot, answering with a
+  // scan until they are complete; here they are completed first, so search and apply run in their steady state.
+  const index = state.search as unknown as SearchLike;
+  const buildStarted = performance.now();
+  if (index.building === true && typeof index.buildStep === 'function') {
+    while (index.buildStep(searchBuildDocsPerStep)) { /* until complete */ }
+  }
+  const searchBuildMs = performance.now() - buildStarted;
+  process.stdout.write(`micro: search index completed in ${(searchBuildMs / 1000).toFixed(1)} s\n`);
+
+  // ---- codec ----
+  const sample = state.user(fixtures.userIds[0]!)!;
+  const record: LogRecord = { seq: state.lastSeq + 1, at: sample.modifiedAt + 1, ops: [{ op: 'put', kind: 'user', value: sample }] };
+  const framed = encodeRecord(record);
+  await suite('codec',
+    b.add('encode a user record', () => { encodeRecord(record); }, caseOptions),
+    b.add('decode a user record (crc + msgpack + shape check)', () => { decodeLog(framed, 'bench'); }, caseOptions),
+  );
+
+  // ---- state machine ----
+  // Two versions of the same user, alternated, so every apply really re-indexes (name and email change).
+  const versions: User[] = [0, 1].map((v) => ({ ...sample, name: `${sample.name} v${v}`, email: `v${v}.${sample.email}`, modifiedAt: sample.modifiedAt + 1 + v }));
+  let seq = state.lastSeq;
+  await suite('state machine',
+    b.add(`State.apply: put a user (${compact(users)} users)`, () => {
+      seq++;
+      state.apply({ seq, at: versions[seq & 1]!.modifiedAt, ops: [{ op: 'put', kind: 'user', value: versions[seq & 1]! }] });
+    }, caseOptions),
+  );
+  state.apply({ seq: ++seq, at: sample.modifiedAt + 3, ops: [{ op: 'put', kind: 'user', value: { ...sample, modifiedAt: sample.modifiedAt + 3 } }] });
+
+  // ---- index lookups ----
+  const nextEmail = cycler(fixtures.distinctCredentials.map((c) => c.email.toUpperCase()));
+  const nextKey = cycler(fixtures.apikeys.map((k) => k.keyId));
+  await suite('index lookups',
+    b.add('userByEmail (mixed case)', () => state.userByEmail(nextEmail()), caseOptions),
+    b.add('userByApikey', () => state.userByApikey(nextKey()), caseOptions),
+  );
+
+  // ---- search ----
+  const terms = fixtures.searchTerms.map((t) => t.term);
+  const nextIndexTerm = cycler(terms);
+  const nextScanTerm = cycler(terms);
+  const countIds = (ids: Iterable<string>): number => {
+    let n = 0;
+    for (const _ of ids) n++;
+    return n;
+  };
+  // The baseline is the index's own scan over its own precomputed strings when it has one; otherwise ours,
+  // over the same fields built the same way (benchHaystack).
+  let linearScan: (term: string) => number;
+  let scanName: string;
+  if (typeof index.scan === 'function') {
+    const scan = index.scan.bind(index);
+    linearScan = (term) => countIds(scan(term, Number.POSITIVE_INFINITY));
+    scanName = `linear scan: state.search.scan over its ${compact(users)} precomputed strings`;
+  } else {
+    const haystacks: string[] = [];
+    for (const user of state.allUsers()) haystacks.push(benchHaystack(user));
+    linearScan = (term) => {
+      let found = 0;
+      for (let i = 0; i < haystacks.length; i++) if (haystacks[i]!.includes(term)) found++;
+      return found;
+    };
+    scanName = `linear scan over the same ${compact(haystacks.length)} strings (the bench's own)`;
+  }
+  await suite('search',
+    b.add(`index: state.search.search (${terms.length} terms, ${compact(users)} users)`, () => countIds(index.search(nextIndexTerm(), Number.POSITIVE_INFINITY)), caseOptions),
+    b.add(scanName, () => linearScan(nextScanTerm()), slowCaseOptions),
+  );
+  const searchIndex = results[results.length - 2]!;
+  const searchScan = results[results.length - 1]!;
+
+  // ---- HMAC checks ----
+  const keys = fixtures.apikeys.slice(0, 64).map((k) => ({ keyId: k.keyId, nonce: k.nonce, secret: secrets.secretFor(k.keyId, k.nonce) }));
+  const nextApikey = cycler(keys);
+  const cache = new VerifyCache({ ttlMs: 3_600_000, entriesMax: verifyCacheEntriesMax });
+  const cachedUsers = fixtures.userIds.slice(0, 64).map((id) => state.user(id)!);
+  for (const u of cachedUsers) cache.remember(u.id, u, fixtures.password);
+  const nextCached = cycler(cachedUsers);
+  await suite('HMAC verification',
+    b.add('ApiKeySecrets.verify (HMAC-SHA256 + constant-time compare)', () => { const k = nextApikey(); secrets.verify(k.keyId, k.nonce, k.secret); }, caseOptions),
+    b.add('VerifyCache.check (hit)', () => { const u = nextCached(); cache.check(u.id, u, fixtures.password); }, caseOptions),
+  );
+
+  // ---- argon2id, in process (the server runs the same code in worker threads) ----
+  const phc = await argon2id({
+    password: fixtures.password, salt: randomBytes(argon2SaltBytes), memorySize: argon2MemoryKiBDefault,
+    iterations: argon2IterationsDefault, parallelism: argon2ParallelismDefault, hashLength: argon2HashBytes, outputType: 'encoded',
+  });
+  await suite('argon2id (m=19456 KiB, t=2, p=1)',
+    b.add('hash', () => argon2id({
+      password: fixtures.password, salt: randomBytes(argon2SaltBytes), memorySize: argon2MemoryKiBDefault,
+      iterations: argon2IterationsDefault, parallelism: argon2ParallelismDefault, hashLength: argon2HashBytes, outputType: 'encoded',
+    }), slowCaseOptions),
+    b.add('verify', () => argon2Verify({ password: fixtures.password, hash: phc }), slowCaseOptions),
+  );
+  const argon2Hash = results[results.length - 2]!;
+  const argon2Verified = results[results.length - 1]!;
+
+  const report: MicroReport = {
+    users, loadMs, searchBuildMs, results,
+    searchSpeedup: searchScan.meanUs / searchIndex.meanUs,
+    searchTerms: terms.length,
+    argon2VerifyMs: argon2Verified.meanUs / 1000,
+    argon2HashMs: argon2Hash.meanUs / 1000,
+  };
+  writeFileSync(args.out, JSON.stringify(report, null, 2));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`micro: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

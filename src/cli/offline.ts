@@ -1,0 +1,325 @@
+// authctl commands on a data directory: reset-admin-password and import (stopped server, through the persistence layer), verify and export (read-only).
+
+import { randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, type WriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { HashPool } from '../auth/hash-pool.js';
+import { ConfigError, loadConfig, type FsyncPolicy } from '../config/config.js';
+import { importLineCharsMax, importRecordsPerFlush, passwordBytesMax, passwordCharsMin } from '../config/limits.js';
+import type { LogRecord, Meta, Op } from '../domain/entities.js';
+import { DomainError } from '../domain/errors.js';
+import { openApiJson } from '../http/openapi.js';
+import { LockError } from '../persist/lock.js';
+import { openPersistence, type Persistence } from '../persist/persistence.js';
+import type { PersistLogger } from '../persist/replayable.js';
+import { Committer } from '../service/committer.js';
+import { MicrosClock } from '../store/clock.js';
+import * as decide from '../store/decide.js';
+import { newApikeyId, newEntityId } from '../store/ids.js';
+import { State } from '../store/state.js';
+import {
+  CommandError, readStdin, stringOption, UsageError, type Command, type Options, type Output, type Values,
+} from './command.js';
+import { loadReadOnly, requireDataDir, verifyDataDir } from './datadir.js';
+import { exportLines, parseImportLine } from './transfer.js';
+
+const dataDirOption: Options = { 'data-dir': { type: 'string' } };
+const dataDirHelp = '  --data-dir DIR     the data directory (DATA_DIR; default ./data)';
+
+function dataDir(values: Values): string {
+  return stringOption(values, 'data-dir') ?? process.env['DATA_DIR'] ?? './data';
+}
+
+/** Persistence's log lines, for an operator at a terminal: warnings and errors only, as plain text. */
+function stderrLogger(io: Output): PersistLogger {
+  const line = (level: string) => (obj: object, msg?: string): void => io.err(`${level}: ${msg ?? ''} ${JSON.stringify(obj)}`);
+  return { info: () => undefined, warn: line('warning'), error: line('error') };
+}
+
+/** Takes the directory's lock (refusing while a server runs on it) and recovers its state, as a start does. */
+async function openStopped(dir: string, io: Output, fsync: FsyncPolicy): Promise<{ state: State; persistence: Persistence }> {
+  try {
+    // No snapshot while records are being added: the one at close covers them.
+    return await openPersistence({
+      dir, fsync, createState: () => new State(), logger: stderrLogger(io), snapshotEveryRecords: Number.MAX_SAFE_INTEGER, snapshotEverySeconds: 1e9,
+    });
+  } catch (err) {
+    if (err instanceof LockError) throw new CommandError(`${err.message}. Stop the server first (this command needs the directory to itself).`, { cause: err });
+    throw err;
+  }
+}
+
+function domainFailure(err: unknown, where = ''): never {
+  if (err instanceof DomainError) throw new CommandError(`${where}${err.message} (${err.code})`, { cause: err });
+  throw err;
+}
+
+async function newPassword(values: Values, io: Output): Promise<{ password: string; generated: boolean }> {
+  let password: string | undefined;
+  if (values['password-stdin'] === true) password = await readStdin();
+  else password = process.env['AUTHCTL_NEW_PASSWORD'];
+  const generated = password === undefined || password === '';
+  if (generated) password = randomBytes(18).toString('base64url');
+  if ([...password!].length < passwordCharsMin || Buffer.byteLength(password!) > passwordBytesMax) {
+    throw new UsageError(`the new password must be ${passwordCharsMin} characters to ${passwordBytesMax} bytes long`);
+  }
+  if (!generated) io.err('using the password given');
+  return { password: password!, generated };
+}
+
+const resetAdminPassword: Command = {
+  name: 'reset-admin-password', summary: 'set a new password for an administrator (server stopped)',
+  help: `authctl reset-admin-password [--data-dir DIR] [--email EMAIL] [--password-stdin]
+
+Offline, on a stopped server's data directory: takes its lock, writes one log record through the
+persistence layer (durable before this command exits) and a snapshot, then releases the lock.
+The User is also ENABLED and put back in the base Application if it had left either.
+
+${dataDirHelp}
+  --email EMAIL      the administrator (default: the oldest User of the base Application)
+  --password-stdin   read the new password from standard input (or set AUTHCTL_NEW_PASSWORD);
+                     without either, a strong password is generated and printed once
+Hashing uses ARGON2_MEMORY_KIB, ARGON2_ITERATIONS and ARGON2_PARALLELISM like the server.`,
+  options: { ...dataDirOption, email: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
+  async run(values, _p, io) {
+    const dir = dataDir(values);
+    requireDataDir(dir);
+    let argon2;
+    try {
+      argon2 = loadConfig(process.env, []).argon2;
+    } catch (err) {
+      if (err instanceof ConfigError) throw new UsageError(err.message);
+      throw err;
+    }
+    const { password, generated } = await newPassword(values, io);
+    const pool = new HashPool({ workers: 1, queueMax: 4, argon2 });
+    let passwordHash: string;
+    try {
+      passwordHash = await pool.hashPassword(password);
+    } finally {
+      await pool.close();
+    }
+    const { state, persistence } = await openStopped(dir, io, 'always');
+    try {
+      const clock = new MicrosClock();
+      clock.notBefore(state.lastAt);
+      const noNonce = (): string => { throw new Error('reset-admin-password makes no API Key'); };
+      const committer = new Committer(state, persistence, clock, { newId: newEntityId, newApikeyId, newNonce: noNonce });
+      const email = stringOption(values, 'email');
+      let outcome: { user: { id: string; email: string }; changes: string[] };
+      try {
+        // commit() decides synchronously: a refusal may be thrown before any promise exists.
+        outcome = await committer.commit((s, ctx) => decide.resetAdminPassword(s, email, passwordHash, ctx));
+      } catch (err) {
+        domainFailure(err);
+      }
+      const { user, changes } = outcome;
+      io.out(`reset ${user.email} (${user.id}): ${changes.join(', ')}; written as record ${state.lastSeq} in ${dir}`);
+      if (generated) io.out(`new password: ${password}`);
+    } finally {
+      await persistence.close();
+    }
+    return 0;
+  },
+};
+
+const verify: Command = {
+  name: 'verify', summary: 'check every snapshot and log record of a data directory',
+  help: `authctl verify [--data-dir DIR]
+
+Reads every snapshot and every log record, checking frames, CRC32C checksums, entity counts and that
+sequence numbers run on without gaps, then rebuilds the state as a start would and prints its counts.
+Changes nothing and needs no lock (it can run beside a server). Exits 1 when anything is damaged,
+naming the file and byte offset.
+
+${dataDirHelp}`,
+  options: dataDirOption,
+  async run(values, _p, io) {
+    const problems = await verifyDataDir(dataDir(values), io);
+    return problems === 0 ? 0 : 1;
+  },
+};
+
+async function writeLine(stream: WriteStream, line: string): Promise<void> {
+  if (!stream.write(`${line}\n`)) await new Promise<void>((resolve, reject) => { stream.once('drain', resolve); stream.once('error', reject); });
+}
+
+const exportCommand: Command = {
+  name: 'export', summary: 'write every entity of a data directory as JSON lines (hashes included)',
+  help: `authctl export [--data-dir DIR] [--out FILE]
+
+Reads the data directory without changing it (a running server's too: the export is then the state
+as of its last complete record) and writes a header line and one JSON object per entity: meta,
+organizations, applications, groups, users. Users carry their password hashes and API Keys their
+nonces, so keep the file as secret as the data directory (--out creates it with mode 0600).
+
+${dataDirHelp}
+  --out FILE         write here (atomically: FILE.tmp, then renamed) instead of standard output`,
+  options: { ...dataDirOption, out: { type: 'string' } },
+  async run(values, _p, io) {
+    const state = await loadReadOnly(dataDir(values));
+    const out = stringOption(values, 'out');
+    const lines = exportLines(state, new Date());
+    if (out === undefined) {
+      for (const line of lines) io.out(line);
+      return 0;
+    }
+    const tmp = `${out}.tmp`;
+    const stream = createWriteStream(tmp, { mode: 0o600 });
+    try {
+      for (const line of lines) await writeLine(stream, line);
+      await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      renameSync(tmp, out);
+    } catch (err) {
+      stream.destroy();
+      rmSync(tmp, { force: true });
+      throw new CommandError(`cannot write ${out}: ${(err as Error).message}`, { cause: err });
+    }
+    const c = state.counts();
+    io.err(`exported ${c.organizations} organizations, ${c.applications} applications, ${c.groups} groups, ${c.users} users to ${out}`);
+    return 0;
+  },
+};
+
+async function* inputLines(file: string): AsyncGenerator<string> {
+  const input = file === '-' ? process.stdin : createReadStream(file, { encoding: 'utf8' });
+  const reader = createInterface({ input, crlfDelay: Infinity });
+  try {
+    for await (const line of reader) yield line;
+  } catch (err) {
+    throw new CommandError(`cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * Decides every line against a scratch copy of the directory's state, so a bad line anywhere leaves
+ * the directory untouched; only once all are good are the records appended to the log, in order.
+ */
+async function decideImport(dir: string, file: string, clock: MicrosClock, baseSeq: number): Promise<{ records: LogRecord[]; counts: Record<string, number>; meta: 'set' | 'kept' | 'none' }> {
+  const scratch = await loadReadOnly(dir);
+  if (scratch.lastSeq !== baseSeq) throw new Error(`invariant: the scratch state is at seq ${scratch.lastSeq}, the directory at ${baseSeq}`);
+  clock.notBefore(scratch.lastAt);
+  const records: LogRecord[] = [];
+  const counts: Record<string, number> = { organization: 0, application: 0, group: 0, user: 0 };
+  const commit = (ops: Op[], at: number): void => {
+    if (ops.length === 0) return;
+    const record: LogRecord = { seq: scratch.lastSeq + 1, at, ops };
+    scratch.apply(record);
+    records.push(record);
+  };
+  let meta: Meta | undefined;
+  let lineNo = 0;
+  const label = file === '-' ? 'standard input' : file;
+  for await (const text of inputLines(file)) {
+    lineNo++;
+    if (text.trim() === '') continue;
+    if (text.length > importLineCharsMax) throw new CommandError(`${label} line ${lineNo}: longer than ${importLineCharsMax} characters`);
+    const at = clock.now();
+    try {
+      const line = parseImportLine(text, { newId: newEntityId, now: () => at, defaultOrganization: () => scratch.meta?.defaultOrganization });
+      switch (line.kind) {
+        case 'header': break;
+        case 'meta': meta = line.value; break;
+        case 'organization': commit(decide.importOrganization(scratch, line.value).ops, at); break;
+        case 'application': commit(decide.importApplication(scratch, line.value).ops, at); break;
+        case 'group': commit(decide.importGroup(scratch, line.value).ops, at); break;
+        case 'user': commit(decide.importUser(scratch, line.value).ops, at); break;
+      }
+      if (line.kind !== 'header' && line.kind !== 'meta') counts[line.kind]!++;
+    } catch (err) {
+      domainFailure(err, `${label} line ${lineNo}: `);
+    }
+  }
+  let metaOutcome: 'set' | 'kept' | 'none' = 'none';
+  if (meta !== undefined) {
+    try {
+      const decision = decide.importMeta(scratch, meta);
+      commit(decision.ops, clock.now());
+      metaOutcome = decision.result;
+    } catch (err) {
+      domainFailure(err, `${label}: `);
+    }
+  }
+  return { records, counts, meta: metaOutcome };
+}
+
+const importCommand: Command = {
+  name: 'import', summary: 'add the entities of an export (or of JSON lines from another system) to a stopped server\'s data directory',
+  help: `authctl import [--data-dir DIR] FILE
+
+Offline, on a stopped server's data directory (created if missing): checks every line of FILE
+(- for standard input) against the directory's state with the rules of the API (references, unique
+emails and names, limits, password hash formats), and only if all pass writes them through the
+persistence layer and takes a snapshot. Entities keep their ids and times, so importing the same
+file twice changes nothing; an entity whose id exists is replaced.
+
+Restore: import an export into an empty directory; its meta line makes its base Application and
+default Organization those of the directory. A directory that has its own keeps them, and the file's
+become ordinary entities. API Keys keep working only under the same server key (KEY_FILE).
+
+Lines from another system: {"kind":"user","email":...,"password_hash":"$2b$...","applications":[...]}
+may leave out id, times, status (UNVERIFIED) and organization (the default one); bcrypt hashes are
+replaced by argon2id at each User's next successful authentication.
+
+${dataDirHelp}`,
+  options: dataDirOption,
+  positionalsMax: 1,
+  async run(values, positionals, io) {
+    const file = positionals[0];
+    if (file === undefined) throw new UsageError('FILE is required (- for standard input)');
+    const dir = dataDir(values);
+    // Written without an fdatasync per batch: close() syncs everything once before it returns.
+    const { state, persistence } = await openStopped(dir, io, 'off');
+    try {
+      const clock = new MicrosClock();
+      const { records, counts, meta } = await decideImport(dir, file, clock, state.lastSeq);
+      for (let i = 0; i < records.length; i++) {
+        // Append and apply in one turn, as the committer does, so lastSeq and the log stay in step.
+        const durable = persistence.append(records[i]!);
+        state.apply(records[i]!);
+        if ((i + 1) % importRecordsPerFlush === 0 || i === records.length - 1) await durable;
+      }
+      const summary = Object.entries(counts).map(([k, n]) => `${n} ${k}s`).join(', ');
+      const metaNote = meta === 'set' ? '; base Application and default Organization taken from the file' : meta === 'kept' ? '; the directory kept its own base Application' : '';
+      io.out(`imported ${summary} into ${dir} as ${records.length} records${metaNote}`);
+      if (state.meta === undefined) io.out('note: the directory has no base Application yet; the server creates one and a first admin at its first start');
+    } finally {
+      await persistence.close();
+    }
+    return 0;
+  },
+};
+
+const openapiCommand: Command = {
+  name: 'openapi', summary: 'print the OpenAPI document, or regenerate docs/openapi.json',
+  help: `authctl openapi [--write FILE | --check FILE]
+
+  (no option)        print the OpenAPI 3.1 document the server serves at GET /openapi.json
+  --write FILE       write it to FILE (the checked-in copy is docs/openapi.json)
+  --check FILE       exit 1 if FILE differs from it`,
+  options: { write: { type: 'string' }, check: { type: 'string' } },
+  async run(values, _p, io) {
+    const json = openApiJson();
+    const write = stringOption(values, 'write');
+    const check = stringOption(values, 'check');
+    if (write !== undefined && check !== undefined) throw new UsageError('give --write or --check, not both');
+    if (write !== undefined) {
+      await writeFile(write, json);
+      io.err(`wrote ${write}`);
+    } else if (check !== undefined) {
+      let current = '';
+      try { current = readFileSync(check, 'utf8'); } catch { /* missing: differs */ }
+      if (current !== json) {
+        io.err(`${check} is out of date: run authctl openapi --write ${check}`);
+        return 1;
+      }
+      io.err(`${check} is up to date`);
+    } else {
+      process.stdout.write(json);
+    }
+    return 0;
+  },
+};
+
+export const offlineCommands: Command[] = [resetAdminPassword, verify, exportCommand, importCommand, openapiCommand];

@@ -1,0 +1,191 @@
+// The export format, JSON lines: a header, then one entity per line (meta, organizations, applications, groups, users); and parsing it back.
+//
+// Entities keep their ids, times and password hashes; API Keys keep their nonces, so their secrets
+// stay the same under the same server key. Lines of users from another system may leave out id,
+// times, status and organization (new id, now, UNVERIFIED, the default Organization).
+
+import { validatePasswordHash } from '../auth/password-hash-format.js';
+import { descriptionCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
+import type { ApiKey, Application, Group, JsonObject, Meta, Organization, User } from '../domain/entities.js';
+import { DomainError, invalidField } from '../domain/errors.js';
+import { formatTimestamp } from '../domain/time.js';
+import { arrayOf, customData, email, enumOf, id, string, type Schema } from '../http/schema.js';
+import { isApikeyId } from '../store/ids.js';
+import type { State } from '../store/state.js';
+
+export const exportFormat = 'authd-export';
+export const exportFormatVersion = 1;
+
+export interface ExportHeader {
+  format: typeof exportFormat;
+  version: number;
+  exported_at: string;
+  last_seq: number;
+}
+
+// ---- entity -> line ----
+
+function times(e: { createdAt: number; modifiedAt: number }): { created_at: string; modified_at: string } {
+  return { created_at: formatTimestamp(e.createdAt), modified_at: formatTimestamp(e.modifiedAt) };
+}
+
+function apikeyLine(k: ApiKey): Record<string, unknown> {
+  return { id: k.id, name: k.name, description: k.description, status: k.status, nonce: k.nonce, ...times(k) };
+}
+
+/** Every line of a full export, header first; a generator so a million users are never one string. */
+export function* exportLines(state: State, now: Date): Generator<string> {
+  const header: ExportHeader = { format: exportFormat, version: exportFormatVersion, exported_at: now.toISOString(), last_seq: state.lastSeq };
+  yield JSON.stringify(header);
+  if (state.meta !== undefined) {
+    yield JSON.stringify({ kind: 'meta', base_application: state.meta.baseApplication, default_organization: state.meta.defaultOrganization });
+  }
+  for (const o of state.allOrganizations()) {
+    yield JSON.stringify({ kind: 'organization', id: o.id, name: o.name, description: o.description, custom_data: o.customData, status: o.status, ...times(o) });
+  }
+  for (const a of state.allApplications()) {
+    yield JSON.stringify({ kind: 'application', id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status, ...times(a) });
+  }
+  for (const g of state.allGroups()) {
+    yield JSON.stringify({
+      kind: 'group', id: g.id, name: g.name, description: g.description, custom_data: g.customData, status: g.status,
+      application: g.application, ...times(g),
+    });
+  }
+  for (const u of state.allUsers()) {
+    yield JSON.stringify({
+      kind: 'user', id: u.id, email: u.email, name: u.name, status: u.status, custom_data: u.customData,
+      password_hash: u.passwordHash, organization: u.organization, applications: u.applications, groups: u.groups,
+      apikeys: u.apikeys.map(apikeyLine), ...times(u),
+    });
+  }
+}
+
+// ---- line -> entity ----
+
+const timestampText = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6})\+00:00$/;
+
+/** The inverse of formatTimestamp: microseconds since the epoch ("" is 0). */
+export function parseTimestamp(value: unknown, field: string): number {
+  if (value === '') return 0;
+  const m = typeof value === 'string' ? timestampText.exec(value) : null;
+  if (m === null) throw invalidField(field, 'must be a timestamp YYYY-MM-DD HH:MM:SS.ffffff+00:00');
+  const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
+  if (Number.isNaN(ms)) throw invalidField(field, 'is not a real date');
+  return ms * 1000 + Number(m[7]);
+}
+
+export type ImportLine =
+  | { kind: 'header'; header: ExportHeader }
+  | { kind: 'meta'; value: Meta }
+  | { kind: 'organization'; value: Organization }
+  | { kind: 'application'; value: Application }
+  | { kind: 'group'; value: Group }
+  | { kind: 'user'; value: User };
+
+/** What a line may leave out is filled from here: new ids and times, the directory's default Organization. */
+export interface ImportDefaults {
+  newId(): string;
+  now(): number;
+  defaultOrganization(): string | undefined;
+}
+
+const name = string({ max: nameCharsMax });
+const description = string({ max: descriptionCharsMax });
+const status = enumOf(['ENABLED', 'DISABLED'] as const);
+const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
+const ids = arrayOf(id(), { max: 1000, unique: true });
+const nonce = string({ min: 1, max: 128 });
+
+class Fields {
+  constructor(private readonly raw: Record<string, unknown>) {}
+
+  has(key: string): boolean {
+    return this.raw[key] !== undefined;
+  }
+
+  get<T>(key: string, schema: Schema<T>): T {
+    if (!this.has(key)) throw invalidField(key, 'is required');
+    return schema.parse(this.raw[key], key);
+  }
+
+  opt<T>(key: string, schema: Schema<T>, fallback: T): T {
+    return this.has(key) ? schema.parse(this.raw[key], key) : fallback;
+  }
+
+  time(key: string, fallback: () => number): number {
+    return this.has(key) ? parseTimestamp(this.raw[key], key) : fallback();
+  }
+
+  array(key: string): Record<string, unknown>[] {
+    const v = this.raw[key];
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) throw invalidField(key, 'must be an array of objects');
+    return v as Record<string, unknown>[];
+  }
+}
+
+function parseApikey(raw: Record<string, unknown>, i: number, now: number): ApiKey {
+  const f = new Fields(raw);
+  const keyId = f.get('id', string({ min: 1, max: 64 }));
+  if (!isApikeyId(keyId)) throw invalidField(`apikeys[${i}].id`, 'must be 25 characters of [0-9A-Z]');
+  return {
+    id: keyId, name: f.opt('name', name, ''), description: f.opt('description', description, ''), status: f.opt('status', status, 'ENABLED'),
+    nonce: f.get('nonce', nonce), createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
+  };
+}
+
+/** One line, checked field by field as the API checks bodies; references and uniqueness are decide's (src/store/decide.ts). */
+export function parseImportLine(text: string, defaults: ImportDefaults): ImportLine {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new DomainError('invalid_json', 'the line is not JSON');
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new DomainError('invalid_json', 'the line is not a JSON object');
+  const r = raw as Record<string, unknown>;
+  if (r['format'] === exportFormat) {
+    if (r['version'] !== exportFormatVersion) throw invalidField('version', `this authctl reads version ${exportFormatVersion} only`);
+    return { kind: 'header', header: r as unknown as ExportHeader };
+  }
+  const f = new Fields(r);
+  const now = defaults.now();
+  const entityId = (): string => f.opt('id', id(), '') || defaults.newId();
+  const common = (): { id: string; name: string; description: string; status: 'ENABLED' | 'DISABLED'; createdAt: number; modifiedAt: number } => ({
+    id: entityId(), name: f.get('name', string({ min: 1, max: nameCharsMax, trim: true })), description: f.opt('description', description, ''),
+    status: f.opt('status', status, 'ENABLED'), createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
+  });
+  switch (r['kind']) {
+    case 'meta':
+      return { kind: 'meta', value: { baseApplication: f.get('base_application', id()), defaultOrganization: f.get('default_organization', id()) } };
+    case 'organization':
+      return { kind: 'organization', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
+    case 'application':
+      return { kind: 'application', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
+    case 'group':
+      return {
+        kind: 'group',
+        value: { ...common(), customData: f.opt<JsonObject>('custom_data', customData({ nullable: false }) as Schema<JsonObject>, {}), application: f.get('application', id()) },
+      };
+    case 'user': {
+      const passwordHash = f.get('password_hash', string({ min: 1, max: passwordHashCharsMax }));
+      if (!validatePasswordHash(passwordHash)) throw invalidField('password_hash', 'must be an argon2id PHC string or a bcrypt hash ($2a$, $2b$, $2y$)');
+      const organization = f.opt('organization', id(), '') || defaults.defaultOrganization();
+      if (organization === undefined) throw invalidField('organization', 'is required: the directory has no default Organization yet');
+      const applications = f.get('applications', ids);
+      if (applications.length === 0) throw invalidField('applications', 'a User must be associated with at least one Application');
+      return {
+        kind: 'user',
+        value: {
+          id: entityId(), email: f.get('email', email()), name: f.opt('name', name, ''), status: f.opt('status', userStatus, 'UNVERIFIED'),
+          customData: f.opt('custom_data', customData({ nullable: true }), null), passwordHash, organization, applications,
+          groups: f.opt('groups', ids, []), apikeys: f.array('apikeys').map((k, i) => parseApikey(k, i, now)),
+          createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
+        },
+      };
+    }
+    default:
+      throw invalidField('kind', 'must be one of meta, organization, application, group, user');
+  }
+}

@@ -1,0 +1,86 @@
+// What the client sends and gets back: the API's JSON shapes, field names as on the wire.
+
+export type CustomData = Record<string, unknown>;
+export type Status = 'ENABLED' | 'DISABLED';
+export type UserStatus = 'UNVERIFIED' | 'ENABLED' | 'DISABLED';
+
+export interface Application {
+  id: string; name: string; description: string; custom_data: CustomData | null; status: Status;
+  href: string; created_at: string; modified_at: string;
+}
+
+export interface Group {
+  id: string; name: string; description: string; custom_data: CustomData; status: Status; application: string;
+  href: string; created_at: string; modified_at: string;
+}
+
+export interface Organization {
+  id: string; name: string; description: string; custom_data: CustomData | null; status: Status;
+  href: string; created_at: string; modified_at: string;
+}
+
+export interface OrganizationBrief { id: string; name: string; custom_data: CustomData | null }
+
+/** As read back: never with its secret. */
+export interface ApiKey { id: string; name: string; description: string; status: Status; href: string }
+/** As created or updated: with its secret. */
+export interface ApiKeyWithSecret extends ApiKey { secret: string }
+
+interface UserCommon {
+  id: string; username: string; email: string; name: string; status: UserStatus; custom_data: CustomData | null;
+  apikeys: ApiKey[]; href: string; created_at: string; modified_at: string;
+}
+
+/** Create, get, list all, search and authenticate: memberships as full objects. */
+export interface User extends UserCommon {
+  organization: OrganizationBrief; applications: Application[]; groups: Group[];
+}
+
+/** Per-Application, per-Group and per-Organization listings: memberships as ids. */
+export interface UserListed extends UserCommon {
+  organization: string; applications: string[]; groups: string[];
+}
+
+export interface ApplicationCreate { name: string; description?: string; custom_data?: CustomData | null }
+export interface ApplicationUpdate { name?: string; description?: string; custom_data?: CustomData | null; status?: Status }
+
+export interface GroupCreate { name: string; application: string; description?: string; custom_data?: CustomData }
+export interface GroupUpdate { name?: string; description?: string; custom_data?: CustomData; status?: Status }
+
+export interface OrganizationCreate { name: string; description?: string; custom_data?: CustomData | null }
+export interface OrganizationUpdate { name?: string; description?: string; custom_data?: CustomData | null; status?: Status }
+
+/** Give `password`, or `password_hash` (argon2id PHC or bcrypt) brought from another system. */
+export interface UserCreate {
+  email: string; password?: string; password_hash?: string; name?: string; custom_data?: CustomData | null;
+  applications: string[]; groups?: string[]; organization?: string;
+}
+
+/** `applications` and `groups` add memberships; `organization` moves the User. */
+export interface UserUpdate {
+  email?: string; password?: string; name?: string; status?: UserStatus; custom_data?: CustomData | null;
+  organization?: string; applications?: string[]; groups?: string[];
+}
+
+export interface ApikeyCreate { name?: string; description?: string; status?: Status }
+export type ApikeyUpdate = ApikeyCreate;
+
+export interface AuthenticateInput {
+  type: 'username' | 'apikey';
+  application: string;
+  credential: { username: string; password: string };
+  ip_address?: string;
+}
+
+export interface AuthenticateResult { authenticated: boolean; user?: User }
+
+export interface SnapshotResult {
+  taken: boolean; reason?: string; file?: string; base_seq?: number; entities?: number; bytes?: number;
+  duration_ms?: number; event_loop_delay_max_ms?: number; event_loop_delay_p99_ms?: number;
+}
+
+/** Ask for a page: `limit` 1..1000, `cursor` from the previous page's `next`. */
+export interface PageRequest { limit: number; cursor?: string }
+
+/** One page; `next` is absent on the last one. */
+export interface Page<T> { items: T[]; next?: string }

@@ -1,0 +1,51 @@
+// The long crash runs: `npm run test:crash -- --cycles 1000 --seeds 20000` runs the real-server crash loop for that many cycles and the power-loss model check for that many seeds, and prints the figures.
+//
+// Options: --cycles N (default 1000), --seeds N (power-loss seeds, default 20000), --seed S (first seed),
+// --only crash|power (run one of the two). Exit code 1 on the first broken promise, with its seed.
+
+import { emptyCrashTotals, formatCrashTotals, runCrashLoop } from '../helpers/fault-crash-loop.js';
+import { emptyTotals, formatTotals, runPowerLossCase } from '../helpers/fault-power-loss.js';
+
+function option(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const inline = process.argv.find((a) => a.startsWith(`--${name}=`));
+  const raw = inline !== undefined ? inline.slice(name.length + 3) : i >= 0 ? process.argv[i + 1] : undefined;
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${name} needs a whole number, got ${raw}`);
+  return n;
+}
+
+const onlyIndex = process.argv.indexOf('--only');
+const only = onlyIndex >= 0 ? process.argv[onlyIndex + 1] : undefined;
+const cycles = option('cycles', 1000);
+const seeds = option('seeds', 20000);
+const seed = option('seed', Date.now() % 1_000_000);
+
+async function powerLoss(): Promise<void> {
+  const totals = emptyTotals();
+  const started = performance.now();
+  for (let s = seed; s < seed + seeds; s++) {
+    await runPowerLossCase(s, totals);
+    if ((s - seed + 1) % 5000 === 0) console.log(`power loss: ${s - seed + 1}/${seeds} seeds, ${totals.lostAcknowledged} acknowledged records lost`);
+  }
+  console.log(`\n== power loss (seeds ${seed}..${seed + seeds - 1}, ${Math.round((performance.now() - started) / 1000)} s) ==\n${formatTotals(totals)}`);
+}
+
+async function crashLoop(): Promise<void> {
+  const totals = emptyCrashTotals();
+  const started = performance.now();
+  await runCrashLoop({
+    cycles, seed, pointShare: 0.5,
+    progress: (line) => { if (totals.cycles % 50 === 0) console.log(line); },
+  }, totals);
+  console.log(`\n== crash loop (seed ${seed}, ${Math.round((performance.now() - started) / 1000)} s) ==\n${formatCrashTotals(totals)}`);
+}
+
+try {
+  if (only !== 'crash' && seeds > 0) await powerLoss();
+  if (only !== 'power' && cycles > 0) await crashLoop();
+} catch (err) {
+  console.error(`FAILED: ${(err as Error).message}`);
+  process.exit(1);
+}
