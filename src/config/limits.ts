@@ -91,6 +91,8 @@ export const renderedUsersCachedMax = 10_000;
 // Search
 /** Users added to the trigram index per event-loop turn while it is (re)built in the background: ~5 ms. */
 export const searchIndexDocsPerTurn = 2000;
+/** Search results rendered as one string; more are streamed like GET /users. */
+export const searchResultsInlineMax = 1000;
 /** How often an idle server checks whether the search index needs rebuilding. */
 export const searchIndexIdleCheckMs = 200;
 

@@ -1,7 +1,7 @@
 // Routes of /users: list, search, create, read, update, delete, and removal of one membership.
 
 import { validatePasswordHash } from '../../auth/hash-pool.js';
-import { searchTermCharsMax } from '../../config/limits.js';
+import { searchResultsInlineMax, searchTermCharsMax } from '../../config/limits.js';
 import { DomainError, invalidField } from '../../domain/errors.js';
 import * as decide from '../../store/decide.js';
 import { hasLoneSurrogate } from '../schema.js';
@@ -46,7 +46,9 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
           return { result: pageResult('users', state.pageSearch(searchTerm(params['search'] ?? ''), page.after, page.limit), (u) => renderer.userFull(u)) };
         }
         const ids = state.search.search(searchTerm(params['search'] ?? ''), Number.POSITIVE_INFINITY);
-        return { result: list('users', ids.map((id) => renderer.userFull(state.user(id)!))) };
+        if (ids.length <= searchResultsInlineMax) return { result: list('users', ids.map((id) => renderer.userFull(state.user(id)!))) };
+        // A short term can match most users: stream them like GET /users, without filling the render cache.
+        return { list: { key: 'users', items: map(ids, (id) => renderer.userFull(state.user(id)!, false)) } };
       },
     },
     {
