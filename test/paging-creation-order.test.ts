@@ -7,18 +7,8 @@ import { CreationOrder, precedes, type PagePosition } from '../src/store/creatio
 import * as decide from '../src/store/decide.js';
 import type { DecideContext, Decision } from '../src/store/decide.js';
 import { State } from '../src/store/state.js';
+import { prng } from './helpers/prng.js';
 
-/** mulberry32: small and seeded, so a failure is replayed from the seed in its message. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Entry = { id: string; createdAt: number };
 

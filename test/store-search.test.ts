@@ -4,17 +4,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { User } from '../src/domain/entities.js';
 import { UserSearchIndex } from '../src/store/search.js';
+import { prng } from './helpers/prng.js';
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const syllables = ['an', 'bo', 'ca', 'de', 'él', 'fu', 'gi', 'ho', 'ix', 'ju', 'ka', 'lö', 'mi', 'no', '日本', 'zz'];
 

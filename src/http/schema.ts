@@ -135,6 +135,8 @@ function emailProblem(s: string): string | undefined {
 }
 
 /** custom_data: a JSON object, bounded in encoded size and depth, without keys that could pollute prototypes. */
+export function customData(opts: { nullable: false }): Schema<JsonObject>;
+export function customData(opts: { nullable: true }): Schema<JsonObject | null>;
 export function customData(opts: { nullable: boolean }): Schema<JsonObject | null> {
   return {
     parse(value, field) {

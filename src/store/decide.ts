@@ -70,6 +70,25 @@ function keepOneAdmin(state: State, before: User, after: User | undefined): void
   if (!others) throw new DomainError('last_admin', 'This is the last enabled User of the base Application; add another first.');
 }
 
+interface Described {
+  readonly name: string; readonly description: string; readonly customData: JsonObject | null;
+  readonly status: Status; readonly modifiedAt: number;
+}
+
+/** An update of the fields Applications, Groups and Organizations share: omitted fields keep their value, modified_at moves. */
+function patched<T extends Described>(
+  old: T, input: { name?: string; description?: string; custom_data?: T['customData']; status?: Status }, now: number,
+): T {
+  return {
+    ...old,
+    name: input.name ?? old.name,
+    description: input.description ?? old.description,
+    customData: input.custom_data === undefined ? old.customData : input.custom_data,
+    status: input.status ?? old.status,
+    modifiedAt: now,
+  };
+}
+
 function refuseDelete(message: string): DomainError {
   return new DomainError('delete_refused', message, { result: { deleted: false } });
 }
@@ -93,14 +112,7 @@ export function updateApplication(state: State, id: string, input: ApplicationIn
   if (isBase(state, id) && input.status === 'DISABLED') {
     throw new DomainError('base_application_protected', 'status: the base Application cannot be disabled.');
   }
-  const app: Application = {
-    ...old,
-    name: input.name ?? old.name,
-    description: input.description ?? old.description,
-    customData: input.custom_data === undefined ? old.customData : input.custom_data,
-    status: input.status ?? old.status,
-    modifiedAt: ctx.now,
-  };
+  const app: Application = patched(old, input, ctx.now);
   return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };
 }
 
@@ -122,7 +134,7 @@ export function deleteApplication(state: State, id: string): Decision<true> {
 // ---- groups ----
 
 export interface GroupInput {
-  name?: string; description?: string; custom_data?: JsonObject | null; status?: Status; application?: string;
+  name?: string; description?: string; custom_data?: JsonObject; status?: Status; application?: string;
 }
 
 function checkGroupName(state: State, applicationId: string, name: string, selfId: string | undefined): void {
@@ -147,14 +159,7 @@ export function createGroup(state: State, input: GroupInput & { name: string; ap
 export function updateGroup(state: State, id: string, input: GroupInput, ctx: DecideContext): Decision<Group> {
   const old = mustGroup(state, id);
   if (input.name !== undefined) checkGroupName(state, old.application, input.name, id);
-  const group: Group = {
-    ...old,
-    name: input.name ?? old.name,
-    description: input.description ?? old.description,
-    customData: input.custom_data ?? old.customData,
-    status: input.status ?? old.status,
-    modifiedAt: ctx.now,
-  };
+  const group: Group = patched(old, input, ctx.now);
   return { ops: [{ op: 'put', kind: 'group', value: group }], result: group };
 }
 
@@ -404,14 +409,7 @@ export function createOrganization(state: State, input: OrganizationInput & { na
 export function updateOrganization(state: State, id: string, input: OrganizationInput, ctx: DecideContext): Decision<Organization> {
   const old = mustOrganization(state, id);
   if (input.name !== undefined) checkOrganizationName(state, input.name, id);
-  const org: Organization = {
-    ...old,
-    name: input.name ?? old.name,
-    description: input.description ?? old.description,
-    customData: input.custom_data === undefined ? old.customData : input.custom_data,
-    status: input.status ?? old.status,
-    modifiedAt: ctx.now,
-  };
+  const org: Organization = patched(old, input, ctx.now);
   return { ops: [{ op: 'put', kind: 'organization', value: org }], result: org };
 }
 
