@@ -35,9 +35,10 @@ export function searchHaystack(user: User): string {
  * exact 21-bit key, others a 29-bit hash above that range (a collision only adds candidates).
  */
 function trigramKey(s: string, i: number): number {
-  const a = s.charCodeAt(i);
-  const b = s.charCodeAt(i + 1);
-  const c = s.charCodeAt(i + 2);
+  return keyOf(s.charCodeAt(i), s.charCodeAt(i + 1), s.charCodeAt(i + 2));
+}
+
+function keyOf(a: number, b: number, c: number): number {
   if ((a | b | c) < 128) return (a << 14) | (b << 7) | c;
   return 0x200000 + ((Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b) ^ Math.imul(c, 0xc2b2ae35)) >>> 0) % 0x1fe00000;
 }
@@ -60,8 +61,9 @@ class Postings {
   /** Last doc appended, so indexing one haystack never adds the same doc twice. */
   lastDoc = -1;
 
-  add(doc: number): void {
-    if (doc === this.lastDoc) return;
+  /** False when doc was the last one added (the same haystack repeats a trigram). */
+  add(doc: number): boolean {
+    if (doc === this.lastDoc) return false;
     if (this.length === this.docs.length) {
       const grown = new Int32Array(this.docs.length * 2);
       grown.set(this.docs);
@@ -70,6 +72,29 @@ class Postings {
     if (this.length > 0 && doc < this.docs[this.length - 1]!) this.sorted = false;
     this.docs[this.length++] = doc;
     this.lastDoc = doc;
+    return true;
+  }
+}
+
+/** ASCII trigrams (exact 21-bit keys) in a flat array: the build does ~80 lookups per user, a Map costs several times more. */
+const asciiKeys = 1 << 21;
+
+class PostingTable {
+  private readonly ascii: (Postings | undefined)[] = new Array<Postings | undefined>(asciiKeys);
+  private readonly other = new Map<number, Postings>();
+
+  get(key: number): Postings | undefined {
+    return key < asciiKeys ? this.ascii[key] : this.other.get(key);
+  }
+
+  getOrCreate(key: number): Postings {
+    let p = this.get(key);
+    if (p === undefined) {
+      p = new Postings();
+      if (key < asciiKeys) this.ascii[key] = p;
+      else this.other.set(key, p);
+    }
+    return p;
   }
 }
 
@@ -77,7 +102,7 @@ export class UserSearchIndex {
   private readonly docOf = new Map<string, number>();
   private readonly userOfDoc: (string | undefined)[] = [];
   private readonly haystackOfDoc: (string | undefined)[] = [];
-  private postings = new Map<number, Postings>();
+  private postings = new PostingTable();
   /** Docs below this are in the postings; the rest are indexed by buildStep. */
   private indexedUpTo = 0;
   private postingsCount = 0;
@@ -144,7 +169,7 @@ export class UserSearchIndex {
     let best: Postings | undefined;
     for (const key of trigramKeys(termLower)) {
       const p = this.postings.get(key);
-      if (p === undefined) return [];
+      if (p === undefined || p.length === 0) return [];
       if (best === undefined || p.length < best.length) best = p;
     }
     return this.verify(best!, termLower, limit);
@@ -174,24 +199,31 @@ export class UserSearchIndex {
 
   /** Adds doc to the postings of every trigram of `haystack` that `old` (its previous haystack) lacked. */
   private indexDoc(doc: number, haystack: string, old: string | undefined): void {
-    const oldKeys = old === undefined ? undefined : trigramKeys(old);
+    if (old === undefined) return this.indexNew(doc, haystack);
+    const oldKeys = trigramKeys(old);
     for (const key of trigramKeys(haystack)) {
-      if (oldKeys?.delete(key) === true) continue;
-      let p = this.postings.get(key);
-      if (p === undefined) this.postings.set(key, (p = new Postings()));
-      p.add(doc);
-      this.postingsCount++;
+      if (oldKeys.delete(key)) continue;
+      if (this.postings.getOrCreate(key).add(doc)) this.postingsCount++;
     }
-    if (oldKeys !== undefined) {
-      this.stalePostings += oldKeys.size;
-      this.maybeRebuild();
+    this.stalePostings += oldKeys.size;
+    this.maybeRebuild();
+  }
+
+  /** The build's hot loop: no per-user Set, Postings.add skips a trigram the haystack repeats. */
+  private indexNew(doc: number, haystack: string): void {
+    for (let i = 0; i + 3 <= haystack.length; i++) {
+      const a = haystack.charCodeAt(i);
+      const b = haystack.charCodeAt(i + 1);
+      const c = haystack.charCodeAt(i + 2);
+      if (a === 0 || b === 0 || c === 0) continue;
+      if (this.postings.getOrCreate(keyOf(a, b, c)).add(doc)) this.postingsCount++;
     }
   }
 
   /** Too many stale postings: start over, rebuilt a chunk at a time by buildStep. */
   private maybeRebuild(): void {
     if (this.stalePostings <= this.postingsCount * stalePostingsFractionMax || this.postingsCount < 1024) return;
-    this.postings = new Map();
+    this.postings = new PostingTable();
     this.indexedUpTo = 0;
     this.postingsCount = 0;
     this.stalePostings = 0;

@@ -7,6 +7,7 @@ import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
 import { CreationOrder, precedes, type Page, type PagePosition } from './creation-order.js';
+import { MemberIndex } from './members.js';
 import { searchHaystack, UserSearchIndex } from './search.js';
 
 type Section = { kind: EntityKind; entries: () => Iterator<unknown> };
@@ -24,7 +25,13 @@ function removeFrom(index: Map<string, Set<string>>, key: string, member: string
   if (set.size === 0) index.delete(key);
 }
 
-const noIds: ReadonlySet<string> = new Set();
+const noIds: readonly string[] = [];
+
+/** Moves `id` in `index` from the keys it had to the keys it has, touching only the difference (lists are short). */
+function reindex(index: MemberIndex, id: string, had: readonly string[], has: readonly string[]): void {
+  for (const key of has) if (!had.includes(key)) index.add(key, id);
+  for (const key of had) if (!has.includes(key)) index.remove(key, id);
+}
 
 /** Keeps a kind's creation order in step with a put: a new entity is added, one whose createdAt changed (an import) moves. */
 function trackOrder(order: CreationOrder, old: { id: string; createdAt: number } | undefined, value: { id: string; createdAt: number }): void {
@@ -53,7 +60,7 @@ function resolvePage<T>(page: Page<string>, map: ReadonlyMap<string, T>): Page<T
  * costs much more than the cheaper of the two.
  */
 function pageOfSubset<T extends Created>(
-  ids: ReadonlySet<string> | undefined, order: CreationOrder, map: ReadonlyMap<string, T>, after: PagePosition | undefined, limit: number,
+  ids: { readonly size: number; has(id: string): boolean; [Symbol.iterator](): Iterator<string> } | undefined, order: CreationOrder, map: ReadonlyMap<string, T>, after: PagePosition | undefined, limit: number,
 ): Page<T> {
   if (ids === undefined || ids.size === 0) return { items: [], more: false };
   const sortCost = Math.ceil(ids.size * Math.log2(ids.size + 1)) + pageSubsetWalkSlotsMin;
@@ -88,9 +95,9 @@ export class State {
   private readonly groupIdByName = new Map<string, string>();
   private readonly organizationIdByName = new Map<string, string>();
   private readonly groupIdsByApplication = new Map<string, Set<string>>();
-  private readonly userIdsByApplication = new Map<string, Set<string>>();
-  private readonly userIdsByGroup = new Map<string, Set<string>>();
-  private readonly userIdsByOrganization = new Map<string, Set<string>>();
+  private readonly usersByApplication = new MemberIndex((app, id) => this.users.get(id)?.applications.includes(app) === true);
+  private readonly usersByGroup = new MemberIndex((group, id) => this.users.get(id)?.groups.includes(group) === true);
+  private readonly usersByOrganization = new MemberIndex((org, id) => this.users.get(id)?.organization === org);
   private readonly userIdByApikey = new Map<string, string>();
   readonly search = new UserSearchIndex();
   /** Creation order per kind, for paged listings (src/store/creation-order.ts). */
@@ -137,10 +144,11 @@ export class State {
     this.applications.delete(id);
     // Groups cannot outlive their Application; decide() deletes them in the same record, this only tidies.
     this.groupIdsByApplication.delete(id);
-    for (const userId of [...(this.userIdsByApplication.get(id) ?? noIds)]) {
+    for (const userId of this.usersByApplication.members(id)) {
       const user = this.users.get(userId)!;
       this.putUser({ ...user, applications: user.applications.filter((a) => a !== id) });
     }
+    this.usersByApplication.deleteKey(id);
   }
 
   private putGroup(group: Group): void {
@@ -159,10 +167,11 @@ export class State {
   private deleteGroup(id: string): void {
     const old = this.groups.get(id);
     if (old === undefined) return;
-    for (const userId of [...(this.userIdsByGroup.get(id) ?? noIds)]) {
+    for (const userId of this.usersByGroup.members(id)) {
       const user = this.users.get(userId)!;
       this.putUser({ ...user, groups: user.groups.filter((g) => g !== id) });
     }
+    this.usersByGroup.deleteKey(id);
     this.groups.delete(id);
     this.groupOrder.remove(id, old.createdAt);
     this.groupIdByName.delete(groupNameKey(old.application, old.name));
@@ -185,32 +194,41 @@ export class State {
     this.organizationIdByName.delete(old.name.toLowerCase());
   }
 
+  /**
+   * Indexes follow the difference between the old and the new User, so an update touches only what
+   * changed. The Map is updated first: MemberIndex asks the current User whether an id is a member.
+   */
   private putUser(user: User): void {
     const old = this.users.get(user.id);
     trackOrder(this.userOrder, old, user);
-    if (old !== undefined) this.unindexUser(old);
     this.users.set(user.id, user);
-    this.userIdByEmail.set(user.email.toLowerCase(), user.id);
-    for (const a of user.applications) addTo(this.userIdsByApplication, a, user.id);
-    for (const g of user.groups) addTo(this.userIdsByGroup, g, user.id);
-    addTo(this.userIdsByOrganization, user.organization, user.id);
+    const email = user.email.toLowerCase();
+    if (old !== undefined) {
+      const oldEmail = old.email.toLowerCase();
+      if (oldEmail !== email && this.userIdByEmail.get(oldEmail) === user.id) this.userIdByEmail.delete(oldEmail);
+      for (const key of old.apikeys) if (this.userIdByApikey.get(key.id) === user.id) this.userIdByApikey.delete(key.id);
+    }
+    this.userIdByEmail.set(email, user.id);
     for (const key of user.apikeys) this.userIdByApikey.set(key.id, user.id);
+    reindex(this.usersByApplication, user.id, old?.applications ?? noIds, user.applications);
+    reindex(this.usersByGroup, user.id, old?.groups ?? noIds, user.groups);
+    if (old?.organization !== user.organization) {
+      if (old !== undefined) this.usersByOrganization.remove(old.organization, user.id);
+      this.usersByOrganization.add(user.organization, user.id);
+    }
     this.search.upsert(user);
-  }
-
-  private unindexUser(user: User): void {
-    if (this.userIdByEmail.get(user.email.toLowerCase()) === user.id) this.userIdByEmail.delete(user.email.toLowerCase());
-    for (const a of user.applications) removeFrom(this.userIdsByApplication, a, user.id);
-    for (const g of user.groups) removeFrom(this.userIdsByGroup, g, user.id);
-    removeFrom(this.userIdsByOrganization, user.organization, user.id);
-    for (const key of user.apikeys) this.userIdByApikey.delete(key.id);
   }
 
   private deleteUser(id: string): void {
     const old = this.users.get(id);
     if (old === undefined) return;
-    this.unindexUser(old);
     this.users.delete(id);
+    const email = old.email.toLowerCase();
+    if (this.userIdByEmail.get(email) === id) this.userIdByEmail.delete(email);
+    for (const key of old.apikeys) if (this.userIdByApikey.get(key.id) === id) this.userIdByApikey.delete(key.id);
+    reindex(this.usersByApplication, id, old.applications, noIds);
+    reindex(this.usersByGroup, id, old.groups, noIds);
+    this.usersByOrganization.remove(old.organization, id);
     this.userOrder.remove(id, old.createdAt);
     this.search.remove(id);
   }
@@ -288,12 +306,12 @@ export class State {
   }
 
   /** In creation order, like every listing. */
-  usersOfApplication(applicationId: string): User[] { return this.usersIn(this.userIdsByApplication.get(applicationId)); }
-  usersOfGroup(groupId: string): User[] { return this.usersIn(this.userIdsByGroup.get(groupId)); }
-  usersOfOrganization(orgId: string): User[] { return this.usersIn(this.userIdsByOrganization.get(orgId)); }
+  usersOfApplication(applicationId: string): User[] { return this.usersIn(this.usersByApplication.members(applicationId)); }
+  usersOfGroup(groupId: string): User[] { return this.usersIn(this.usersByGroup.members(groupId)); }
+  usersOfOrganization(orgId: string): User[] { return this.usersIn(this.usersByOrganization.members(orgId)); }
 
-  countUsersOfApplication(applicationId: string): number { return this.userIdsByApplication.get(applicationId)?.size ?? 0; }
-  countUsersOfOrganization(orgId: string): number { return this.userIdsByOrganization.get(orgId)?.size ?? 0; }
+  countUsersOfApplication(applicationId: string): number { return this.usersByApplication.count(applicationId); }
+  countUsersOfOrganization(orgId: string): number { return this.usersByOrganization.count(orgId); }
 
   counts(): { applications: number; groups: number; organizations: number; users: number } {
     return {
@@ -321,15 +339,15 @@ export class State {
   }
 
   pageUsersOfApplication(applicationId: string, after: PagePosition | undefined, limit: number): Page<User> {
-    return pageOfSubset(this.userIdsByApplication.get(applicationId), this.userOrder, this.users, after, limit);
+    return pageOfSubset(this.usersByApplication.view(applicationId), this.userOrder, this.users, after, limit);
   }
 
   pageUsersOfGroup(groupId: string, after: PagePosition | undefined, limit: number): Page<User> {
-    return pageOfSubset(this.userIdsByGroup.get(groupId), this.userOrder, this.users, after, limit);
+    return pageOfSubset(this.usersByGroup.view(groupId), this.userOrder, this.users, after, limit);
   }
 
   pageUsersOfOrganization(orgId: string, after: PagePosition | undefined, limit: number): Page<User> {
-    return pageOfSubset(this.userIdsByOrganization.get(orgId), this.userOrder, this.users, after, limit);
+    return pageOfSubset(this.usersByOrganization.view(orgId), this.userOrder, this.users, after, limit);
   }
 
   pageGroupsOfApplication(applicationId: string, after: PagePosition | undefined, limit: number): Page<Group> {
@@ -371,9 +389,8 @@ export class State {
     return { items: users.slice(0, limit), more: users.length > limit };
   }
 
-  private usersIn(ids: ReadonlySet<string> | undefined): User[] {
-    if (ids === undefined) return [];
-    const users = [...ids].map((id) => this.users.get(id)!);
+  private usersIn(ids: readonly string[]): User[] {
+    const users = ids.map((id) => this.users.get(id)!);
     return users.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
   }
 }
