@@ -62,6 +62,8 @@ export const bruteForceTrustedPairsMax = 100_000;
 export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
 /** A trusted pair loses its exemption once it fails this often itself. */
 export const bruteForceTrustedPairFailuresMax = 5;
+/** Attempts that may wait for a free slot of one account or address; more are refused like a lockout. */
+export const bruteForceWaitersMax = 1024;
 /** Account names and addresses are cut to this in counter keys: longer ones match no account anyway. */
 export const bruteForceKeyCharsMax = 256;
 
@@ -81,7 +83,7 @@ export const fsyncIntervalMsMax = 1000;
 export const snapshotEveryRecordsDefault = 100_000;
 export const snapshotEverySecondsDefault = 3600;
 /** Entities encoded per event-loop turn while a snapshot is written, so serving never stalls long. */
-export const snapshotChunkEntities = 2000;
+export const snapshotChunkEntities = 500;
 export const snapshotsKept = 2;
 
 // Rendering
@@ -148,6 +150,8 @@ export const verifyCacheKeyBytes = 32;
 export const hashWorkerStartFailuresMax = 8;
 
 // --- persistence: snapshot and log files (src/persist/) ---
+/** --repair: each step sets aside or cuts one damaged file; a data directory never needs more than this many. */
+export const repairStepsMax = 256;
 /** A snapshot chunk is cut at this many encoded bytes even before snapshotChunkEntities, so a turn
  *  stays a few ms when entities are large (2000 users of 2 MB each would otherwise make one 4 GB frame). */
-export const snapshotChunkBytesMax = 1024 * 1024;
+export const snapshotChunkBytesMax = 256 * 1024;

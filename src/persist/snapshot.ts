@@ -32,6 +32,8 @@ export const snapshotFormatVersion = 1;
  * refused before it can make us allocate gigabytes.
  */
 const snapshotFrameBytesMax = snapshotChunkBytesMax + walRecordBytesMax + 4096;
+/** Room for a whole chunk (it may overshoot snapshotChunkBytesMax by one entity) and msgpackr's word alignment. */
+const snapshotScratchBytes = 2 * snapshotChunkBytesMax + 64 * 1024;
 assert.ok(snapshotFrameBytesMax < 2 ** 32, 'snapshot frames must fit the u32 frame length');
 
 export type SnapshotErrorCode = 'snapshot_invalid' | 'snapshot_write';
@@ -85,9 +87,13 @@ function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** Frames a payload made of several msgpack values without joining them first. */
-function frameParts(parts: readonly Uint8Array[], payloadBytes: number): Buffer {
-  const out = Buffer.allocUnsafe(frameHeaderBytes + payloadBytes);
+/**
+ * Frames a payload made of several msgpack values without joining them first, into `into` when it is
+ * large enough (a reused buffer) or a new one. Returns the frame (a view of `into` when it was used).
+ */
+function frameParts(parts: readonly Uint8Array[], payloadBytes: number, into?: Buffer): Buffer {
+  const size = frameHeaderBytes + payloadBytes;
+  const out = into !== undefined && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafe(size);
   let at = frameHeaderBytes;
   for (const part of parts) {
     out.set(part, at);
@@ -140,6 +146,14 @@ export async function writeSnapshot(
     const counts = zeroCounts();
     let chunks = 0;
     await writer.put(frame(packr.pack({ t: 'header', magic: snapshotMagic, version: snapshotFormatVersion, baseSeq: source.baseSeq })));
+    // Reused for every chunk: a fresh buffer per chunk would churn ~the snapshot's size in external
+    // memory, and V8 answers external-memory growth with full mark-compacts of the whole (large) heap;
+    // one such pause measured 1.4 s at a million users. msgpackr encodes into `scratch`; frames are
+    // assembled in two buffers taken in turn, as the writer keeps at most one write in flight.
+    // msgpackr's target buffer is shared by every Packr in the process, so log records encoded between
+    // chunks land in `scratch` too; that is safe because codec.frame() copies a payload at once.
+    const scratch = Buffer.allocUnsafe(snapshotScratchBytes);
+    const frameBuffers = [Buffer.allocUnsafe(snapshotScratchBytes), Buffer.allocUnsafe(snapshotScratchBytes)];
     for (const section of source.sections) {
       const entries = section.entries();
       for (let done = false; !done; ) {
@@ -147,6 +161,7 @@ export async function writeSnapshot(
         // pack() returns views into the encoder's own buffer, which later packs never overwrite (it
         // only moves forward or starts a fresh buffer), so each entity is copied once, into the frame.
         const entityPackr = chunkPackr();
+        entityPackr.useBuffer(scratch);
         const parts: Uint8Array[] = [];
         let bytes = 0;
         while (parts.length < snapshotChunkEntities && bytes < snapshotChunkBytesMax) {
@@ -162,7 +177,7 @@ export async function writeSnapshot(
         if (parts.length === 0) break;
         // Plain map, packed last but placed first: it touches no record structure, so order does not matter.
         const descriptor = packr.pack({ t: 'chunk', kind: section.kind, n: parts.length });
-        await writer.put(frameParts([descriptor, ...parts], descriptor.length + bytes));
+        await writer.put(frameParts([descriptor, ...parts], descriptor.length + bytes, frameBuffers[chunks % 2]));
         counts[section.kind] += parts.length;
         chunks++;
         await yieldToEventLoop();
