@@ -41,6 +41,8 @@ interface SearchLike {
   buildStep?(docsMax: number): boolean;
 }
 
+/** Timed runs of each search term on its own (the median is kept). */
+const searchPerTermRuns = 21;
 /** Documents per buildStep call while the micro suite completes the search index before measuring it. */
 const searchBuildDocsPerStep = 100_000;
 
@@ -176,6 +178,22 @@ async function main(): Promise<void> {
   );
   const searchIndex = results[results.length - 2]!;
   const searchScan = results[results.length - 1]!;
+  // Per term, so a slow kind of term (long, or made of common trigrams) shows up by name.
+  const searchPerTerm = fixtures.searchTerms.map((t) => {
+    const times: number[] = [];
+    for (let i = 0; i < searchPerTermRuns; i++) {
+      const started = performance.now();
+      countIds(index.search(t.term, Number.POSITIVE_INFINITY));
+      times.push(performance.now() - started);
+    }
+    const scanStarted = performance.now();
+    linearScan(t.term);
+    const scanUs = (performance.now() - scanStarted) * 1000;
+    times.sort((x, y) => x - y);
+    return { term: t.term, kind: t.kind, matches: t.matches, indexUs: times[Math.floor(times.length / 2)]! * 1000, scanUs };
+  });
+  const slowest = [...searchPerTerm].sort((x, y) => y.indexUs - x.indexUs).slice(0, 3);
+  process.stdout.write(`micro: slowest terms for the index: ${slowest.map((t) => `"${t.term}" (${t.kind}, ${t.matches} matches) ${formatUs(t.indexUs)}`).join('; ')}\n`);
 
   // ---- HMAC checks ----
   const keys = fixtures.apikeys.slice(0, 64).map((k) => ({ keyId: k.keyId, nonce: k.nonce, secret: secrets.secretFor(k.keyId, k.nonce) }));
@@ -208,6 +226,7 @@ async function main(): Promise<void> {
     users, loadMs, searchBuildMs, results,
     searchSpeedup: searchScan.meanUs / searchIndex.meanUs,
     searchTerms: terms.length,
+    searchPerTerm,
     argon2VerifyMs: argon2Verified.meanUs / 1000,
     argon2HashMs: argon2Hash.meanUs / 1000,
   };

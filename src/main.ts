@@ -21,7 +21,7 @@ import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
-import { Audit } from './service/audit.js';
+import { Audit, logSafe } from './service/audit.js';
 import { Authenticator } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { MicrosClock } from './store/clock.js';
@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
     onFinished: (req, status, ms, route) => {
       metrics.requestFinished(route, status, ms);
-      logger.info({ method: req.method, path: req.path.slice(0, 512), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
+      logger.info({ method: req.method, path: logSafe(req.path.slice(0, 512)), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
     },
     earlyReply: (kind) => errorReply({ startedAt: process.hrtime.bigint() } as HttpRequest, kind),
   });
@@ -157,7 +157,7 @@ async function main(): Promise<void> {
         exitOnStorageFailure();
         return 'storage_unavailable';
       }
-      logger.error({ err, method: req.method, path: req.path.slice(0, 512) }, 'unexpected error');
+      logger.error({ err, method: req.method, path: logSafe(req.path.slice(0, 512)) }, 'unexpected error');
       return 'internal';
     },
   });

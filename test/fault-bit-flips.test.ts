@@ -4,19 +4,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { segmentFileName, snapshotFileName } from '../src/persist/layout.js';
 import { RecoveryError } from '../src/persist/recovery.js';
-import { buildLog, damagedCopy, frameMap, modelAfter, recoverCopy, type Built } from './helpers/fault-logs.js';
+import { buildLog, damagedCopy, frameMap, modelAfter, recoverCopy, type Built, flipped } from './helpers/fault-logs.js';
 
 /** Snapshots after 10 and 20, then 21..26: kept are snapshot-10, snapshot-20, wal-11 and wal-21 (the live one). */
 async function twoSnapshots(dir: string): Promise<Built> {
   return buildLog(dir, 26, { snapshotsAfter: [10, 20] });
 }
 
-function flipped(bytes: Uint8Array, at: number, bit: number): Uint8Array {
-  // Uint8Array.from, not slice(): a Buffer's slice is a view, and the original must stay intact.
-  const copy = Uint8Array.from(bytes);
-  copy[at] ^= 1 << bit;
-  return copy;
-}
 
 test('a bit flip anywhere in the log before its last write refuses to start, naming the segment and the damaged frame', async (t) => {
   const built = await twoSnapshots('/flip/log');

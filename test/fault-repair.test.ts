@@ -10,16 +10,10 @@ import { segmentFileName, snapshotFileName } from '../src/persist/layout.js';
 import { repairDataDir, describeRepair } from '../src/persist/repair.js';
 import { RecoveryError } from '../src/persist/recovery.js';
 import { FakeState, RecordingLogger } from './helpers/persist-fixtures.js';
-import { buildLog, damagedCopy, frameMap, modelAfter, modelRecord, recoverCopy } from './helpers/fault-logs.js';
+import { buildLog, damagedCopy, frameMap, modelAfter, modelRecord, recoverCopy, flipped } from './helpers/fault-logs.js';
 import { okKey } from './helpers/http-shapes.js';
 import { startServer } from './helpers/server.js';
 
-function flipped(bytes: Uint8Array, at: number): Uint8Array {
-  // Uint8Array.from, not slice(): a Buffer's slice is a view, and the original must stay intact.
-  const copy = Uint8Array.from(bytes);
-  copy[at] ^= 0x10;
-  return copy;
-}
 
 test('repair cuts a corrupt segment at the damaged frame, keeps the original as a backup, and reports the records dropped', async () => {
   const built = await buildLog('/repair/cut', 20);

@@ -11,7 +11,9 @@ import {
 import { passwordHashesDistinct, type Fixtures } from './dataset.js';
 import { runLoad, startLoad } from './load.js';
 import { ms, type ScenarioResult } from './report.js';
-import { adminHeaders, call, endUserAddress, httpRow, measure, median, type ScenarioContext } from './scenario-kit.js';
+import {
+  adminHeaders, call, endUserAddress, httpRow, measure, median, metric, unexpected, waitHashQueueIdle, type ScenarioContext,
+} from './scenario-kit.js';
 
 // Targets, from the issue's table.
 const apikeyRatioMin = 0.6;
@@ -33,6 +35,8 @@ const overflowConnectionsExtra = 150;
 const overflowConnectionRatePerSec = 1 / hashRetryAfterS;
 /** argon2id verifies timed just before scenario C (the median is used), after one untimed run that compiles the wasm. */
 const argon2ProbeRuns = 5;
+/** The longest wait for the hash queue to empty between runs: hashQueueMax jobs at a few dozen a second. */
+const queueDrainWaitMs = 60_000;
 
 export async function health(ctx: ScenarioContext): Promise<ScenarioResult> {
   const load = await measure(ctx, { connections: ctx.connections, requests: [{ method: 'GET', path: '/health' }] });
@@ -61,9 +65,8 @@ export async function apikeyAuthenticate(ctx: ScenarioContext): Promise<Scenario
     connections: ctx.connections, headers: adminHeaders(ctx.fixtures),
     requests: bodies.map((body) => ({ method: 'POST', path: '/authenticate', body })),
   });
-  const ratio = load.reqPerSec / ctx.ceilingPost.reqPerSec;
-  return httpRow('A', 'POST /authenticate, apikey', load, 'POST', ctx, `>= ${apikeyRatioMin} x ceiling`, ratio >= apikeyRatioMin,
-    `${ratio.toFixed(2)} x`, { apikeys: bodies.length });
+  const row = httpRow('A', 'POST /authenticate, apikey', load, 'POST', ctx, `>= ${apikeyRatioMin} x ceiling`, null, '', { apikeys: bodies.length });
+  return { ...row, ratioMin: apikeyRatioMin };
 }
 
 export async function repeatedUsername(ctx: ScenarioContext): Promise<ScenarioResult> {
@@ -77,9 +80,9 @@ export async function repeatedUsername(ctx: ScenarioContext): Promise<ScenarioRe
     connections: ctx.connections, headers: adminHeaders(f),
     requests: bodies.map((body) => ({ method: 'POST', path: '/authenticate', body })),
   });
-  const ratio = load.reqPerSec / ctx.ceilingPost.reqPerSec;
-  return httpRow('B', 'POST /authenticate, username, repeated', load, 'POST', ctx, `>= ${repeatedUsernameRatioMin} x ceiling`,
-    ratio >= repeatedUsernameRatioMin, `${ratio.toFixed(2)} x`, { credentials: bodies.length });
+  const row = httpRow('B', 'POST /authenticate, username, repeated', load, 'POST', ctx, `>= ${repeatedUsernameRatioMin} x ceiling`, null, '',
+    { credentials: bodies.length });
+  return { ...row, ratioMin: repeatedUsernameRatioMin };
 }
 
 /**
@@ -102,7 +105,6 @@ function distinctUsernames(f: Fixtures, start: number): { request: autocannon.Re
   };
   return { request, used: () => ({ known: Math.min(next, f.distinctCredentials.length) - start, unknown }) };
 }
-
 
 /**
  * One argon2id verify at the service's default parameters, timed here while the server idles: the same
@@ -131,6 +133,7 @@ export async function distinctUsername(ctx: ScenarioContext): Promise<ScenarioRe
   const stream = distinctUsernames(f, 0);
   const headers = adminHeaders(f);
   await runLoad({ port: ctx.port, connections: ctx.connections, durationS: ctx.warmS, headers, requests: [stream.request] });
+  const drainedAfterWarmMs = await waitHashQueueIdle(ctx, queueDrainWaitMs, (ctx.connections / capacity) * 1000);
   const probe = startLoad({ port: ctx.port, connections: healthProbeConnections, durationS: ctx.argon2MeasureS, overallRate: healthProbeRatePerSec, requests: [{ method: 'GET', path: '/health' }] });
   const load = await runLoad({ port: ctx.port, connections: ctx.connections, durationS: ctx.argon2MeasureS, headers, requests: [stream.request] });
   const healthLoad = await probe.result;
@@ -141,8 +144,13 @@ export async function distinctUsername(ctx: ScenarioContext): Promise<ScenarioRe
   const rowC = httpRow('C', 'POST /authenticate, username, a different user each time', load, 'POST', ctx,
     `>= ${argon2CapacityRatioMin} x workers/verify; /health p99 < ${healthP99MsMax} ms`, pass,
     `${capacityRatio.toFixed(2)} x (${workers} workers / ${verifyMs.toFixed(1)} ms = ${capacity.toFixed(1)}/s); /health p99 ${ms(healthLoad.ok.p99Ms)} ms${shared}`,
-    { hashWorkers: workers, argon2VerifyMs: verifyMs, argon2VerifyMsMicro: ctx.micro.argon2VerifyMs, capacityPerSec: capacity, capacityRatio, healthP50Ms: healthLoad.ok.p50Ms, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs, usersUsed: stream.used() });
-  return [rowC, await overflow(ctx, verifyMs)];
+    { hashWorkers: workers, argon2VerifyMs: verifyMs, argon2VerifyMsMicro: ctx.micro.argon2VerifyMs, capacityPerSec: capacity, capacityRatio, healthP50Ms: healthLoad.ok.p50Ms, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs, usersUsed: stream.used(), drainedAfterWarmMs });
+  await waitHashQueueIdle(ctx, queueDrainWaitMs, (ctx.connections / capacity) * 1000);
+  const rowOverflow = await overflow(ctx, verifyMs);
+  // The client has gone, its requests with it, yet their queued argon2 jobs still run: evidence for cancelling
+  // the jobs of aborted requests. (C runs last, so nothing waits for them here.)
+  rowOverflow.extra['hashQueueDepthAfterClientsLeft'] = await metric(ctx, 'authd_hash_queue_depth');
+  return [rowC, rowOverflow];
 }
 
 /** Past hashQueueMax, the server must shed at once: 503 with Retry-After, answered faster than one argon2 verify. */
@@ -170,14 +178,16 @@ async function overflow(ctx: ScenarioContext, verifyMs: number): Promise<Scenari
   const load = await runLoad({ port: ctx.port, connections, durationS: ctx.argon2MeasureS, connectionRate: overflowConnectionRatePerSec, headers: adminHeaders(f), requests: [request] });
   const healthLoad = await probe.result;
   const shedPerSec = shed / load.durationS;
-  const pass = shed > 0 && withRetryAfter === shed && load.failed.p99Ms < verifyMs;
+  const pass = shed > 0 && withRetryAfter === shed && load.failed.p99Ms < verifyMs && load.failed.count === shed;
   const verdict = shed === 0
     ? `no 503 at ${connections} connections (hashQueueMax ${hashQueueMax})`
     : `${shed.toLocaleString('en-US')} shed (${Math.round(shedPerSec).toLocaleString('en-US')}/s), ${withRetryAfter === shed ? 'all' : `${withRetryAfter} of them`} with Retry-After, ` +
       `503 p99 ${ms(load.failed.p99Ms)} ms; accepted p99 ${ms(load.ok.p99Ms)} ms; /health p99 ${ms(healthLoad.ok.p99Ms)} ms`;
+  // Anything but 200 and 503 is a fault of its own, and would also blur the 503 latencies above.
+  const others = unexpected({ ...load, statusCounts: Object.fromEntries(Object.entries(load.statusCounts).filter(([code]) => code !== '503')) });
   return {
     id: 'C+', name: `C past the queue (${connections} connections, ${overflowConnectionRatePerSec}/s each)`, reqPerSec: load.reqPerSec, p50Ms: load.ok.p50Ms, p99Ms: load.ok.p99Ms,
-    ratio: null, ceiling: null, target: `503 + Retry-After at once (faster than one verify, ${verifyMs.toFixed(0)} ms)`, pass, verdict,
+    ratio: null, ceiling: null, target: `503 + Retry-After at once (faster than one verify, ${verifyMs.toFixed(0)} ms)`, pass, verdict: verdict + others,
     extra: {
       connections, hashQueueMax, shed, withRetryAfter, shedP50Ms: load.failed.p50Ms, shedP99Ms: load.failed.p99Ms, shedMaxMs: load.failed.maxMs,
       acceptedMaxMs: load.ok.maxMs, statusCounts: load.statusCounts, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs,

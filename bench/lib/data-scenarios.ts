@@ -7,7 +7,7 @@ import type autocannon from 'autocannon';
 import { basicAuth, runLoad, startLoad } from './load.js';
 import { procStatusBytes, SyscallCounter } from './processes.js';
 import { mb, ms, type ScenarioResult } from './report.js';
-import { adminHeaders, call, httpRow, measure, type ScenarioContext } from './scenario-kit.js';
+import { adminHeaders, call, httpRow, measure, metric, type ScenarioContext } from './scenario-kit.js';
 
 // Targets, from the issue's table.
 const userReadRatioMin = 0.5;
@@ -27,6 +27,8 @@ const snapshotLoadRatePerSec = 200;
 const snapshotLoadConnections = 4;
 const rssSampleIntervalMs = 50;
 const listRequestTimeoutMs = 300_000;
+const userKey = Buffer.from('"username":');
+const fsyncsMetric = 'authd_wal_fsyncs_total';
 const searchLatencyConnections = 1;
 /** Appends + fdatasyncs timed on the data directory's disk just before scenario E; one WAL record's size each. */
 const fsyncProbeRuns = 200;
@@ -40,27 +42,15 @@ export async function userRead(ctx: ScenarioContext): Promise<ScenarioResult> {
     connections: ctx.connections, headers: { authorization: basicAuth(f.adminEmail, f.password) },
     requests: f.userIds.map((id) => ({ method: 'GET', path: `/users/user/${id}` })),
   });
-  const ratio = load.reqPerSec / ctx.ceilingGet.reqPerSec;
-  return httpRow('D', 'GET /users/user/{id}, Basic (cached admin)', load, 'GET', ctx, `>= ${userReadRatioMin} x ceiling`, ratio >= userReadRatioMin,
-    `${ratio.toFixed(2)} x`, { distinctUsers: f.userIds.length });
+  const row = httpRow('D', 'GET /users/user/{id}, Basic (cached admin)', load, 'GET', ctx, `>= ${userReadRatioMin} x ceiling`, null, '',
+    { distinctUsers: f.userIds.length });
+  return { ...row, ratioMin: userReadRatioMin };
 }
 
 function walBytes(dataDir: string): number {
   let total = 0;
   for (const name of readdirSync(dataDir)) if (name.startsWith('wal-') && name.endsWith('.log')) total += statSync(join(dataDir, name)).size;
   return total;
-}
-
-/** The server's own fdatasync counter from GET /metrics, when it offers one. */
-async function metricsFsyncs(ctx: ScenarioContext): Promise<number | undefined> {
-  try {
-    const res = await call(ctx, 'GET', '/metrics');
-    if (res.status !== 200) return undefined;
-    const m = /^authd_wal_fsyncs_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)/m.exec(res.text);
-    return m === null ? undefined : Number(m[1]);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -101,10 +91,10 @@ export async function durableWrites(ctx: ScenarioContext): Promise<ScenarioResul
   const opts = { port: ctx.port, connections: ctx.connections, headers: adminHeaders(f), requests: [request] };
   await runLoad({ ...opts, durationS: ctx.warmS });
   const walBefore = walBytes(ctx.dataDir);
-  const metricsBefore = await metricsFsyncs(ctx);
+  const metricsBefore = await metric(ctx, fsyncsMetric);
   const perf = metricsBefore === undefined ? await SyscallCounter.start(ctx.pid, 'syscalls:sys_enter_fdatasync') : undefined;
   const load = await runLoad({ ...opts, durationS: ctx.measureS });
-  const metricsAfter = metricsBefore === undefined ? undefined : await metricsFsyncs(ctx);
+  const metricsAfter = metricsBefore === undefined ? undefined : await metric(ctx, fsyncsMetric);
   const perfCount = await perf?.stop();
   const fsyncs = metricsBefore !== undefined && metricsAfter !== undefined ? metricsAfter - metricsBefore : perfCount;
   const fsyncSource = metricsBefore !== undefined ? 'GET /metrics authd_wal_fsyncs_total' : perfCount !== undefined ? 'perf stat, syscalls:sys_enter_fdatasync' : 'unavailable';
@@ -156,6 +146,11 @@ export async function search(ctx: ScenarioContext): Promise<ScenarioResult[]> {
   const load = await measure(ctx, { connections: ctx.connections, headers, requests });
   const latency = await measure(ctx, { connections: searchLatencyConnections, headers, requests });
   const speedup = ctx.micro.searchSpeedup;
+  // The aggregate (all terms, one after another) decides; per term shows whether a few terms drag it down.
+  const perTerm = ctx.micro.searchPerTerm.map((t) => ({ ...t, ratio: t.scanUs / t.indexUs })).sort((a, b) => a.ratio - b.ratio);
+  const worst = perTerm[0];
+  const medianRatio = perTerm.length === 0 ? Number.NaN : perTerm[Math.floor(perTerm.length / 2)]!.ratio;
+  const spread = worst === undefined ? '' : ` (per term: median ${medianRatio.toFixed(0)}x, worst ${worst.ratio.toFixed(0)}x for "${worst.term}", ${(worst.indexUs / 1000).toFixed(2)} ms)`;
   const matches = terms.map((t) => t.matches);
   const termsNote = `${terms.length} terms, ${Math.min(...matches)}-${Math.max(...matches)} matches each`;
   const correctness = wrong.length === 0 ? '' : `; WRONG ANSWERS for ${wrong.length} terms`;
@@ -164,8 +159,8 @@ export async function search(ctx: ScenarioContext): Promise<ScenarioResult[]> {
   const pass = wrong.length === 0 && latency.ok.p50Ms <= searchP50MsMax && latency.ok.p99Ms <= searchP99MsMax && speedup >= searchSpeedupMin;
   const latencyRow = httpRow('F', `GET /users/search/{term}, ${searchLatencyConnections} connection`, latency, 'GET', ctx,
     `p50 <= ${searchP50MsMax} ms, p99 <= ${searchP99MsMax} ms, >= ${searchSpeedupMin}x linear scan`, pass,
-    `p50 ${ms(latency.ok.p50Ms)} / p99 ${ms(latency.ok.p99Ms)} ms; index ${speedup.toFixed(1)}x a linear scan (micro, ${f.users.toLocaleString('en-US')} users)${correctness}`,
-    { connections: searchLatencyConnections, searchSpeedup: speedup, wrong });
+    `p50 ${ms(latency.ok.p50Ms)} / p99 ${ms(latency.ok.p99Ms)} ms; index ${speedup.toFixed(1)}x a linear scan over all terms${spread} (micro, ${f.users.toLocaleString('en-US')} users)${correctness}`,
+    { connections: searchLatencyConnections, searchSpeedup: speedup, searchSpeedupMedianTerm: medianRatio, searchSlowestTerm: worst, wrong });
   return [throughput, latencyRow];
 }
 
@@ -215,11 +210,16 @@ export async function listAll(ctx: ScenarioContext): Promise<ScenarioResult> {
     await new Promise<void>((resolve, reject) => {
       const req = httpRequest({ host: '127.0.0.1', port: ctx.port, path: '/users', headers: { authorization: basicAuth(f.adminEmail, f.password) }, timeout: listRequestTimeoutMs }, (res) => {
         status = res.statusCode ?? 0;
+        // Each rendered user carries exactly one "username" key: a cheap count without parsing a gigabyte.
+        // The last bytes of each chunk are searched again with the next, one byte short of the key, so a
+        // key split across two chunks is counted once and no key is counted twice.
+        let carry: Buffer = Buffer.alloc(0);
         res.on('data', (chunk: Buffer) => {
           if (Number.isNaN(firstByteMs)) firstByteMs = performance.now() - started;
           bytes += chunk.length;
-          // Each rendered user carries exactly one "username" key: a cheap count without parsing a gigabyte.
-          for (let at = chunk.indexOf('"username":'); at !== -1; at = chunk.indexOf('"username":', at + 1)) usersSeen++;
+          const window = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
+          for (let at = window.indexOf(userKey); at !== -1; at = window.indexOf(userKey, at + 1)) usersSeen++;
+          carry = window.subarray(Math.max(0, window.length - (userKey.length - 1)));
         });
         res.on('end', () => resolve());
         res.on('error', reject);

@@ -24,6 +24,8 @@ export interface MicroReport {
   /** Mean time of a full linear scan over the same strings divided by the index's, over the same terms. */
   readonly searchSpeedup: number;
   readonly searchTerms: number;
+  /** Each term alone: median index time and one scan, in µs. */
+  readonly searchPerTerm: ReadonlyArray<{ term: string; kind: string; matches: number; indexUs: number; scanUs: number }>;
   readonly argon2VerifyMs: number;
   readonly argon2HashMs: number;
 }
@@ -38,6 +40,8 @@ export interface ScenarioResult {
   /** reqPerSec over the ceiling's (GET or POST, as `ceiling` says). */
   readonly ratio: number | null;
   readonly ceiling: 'GET' | 'POST' | null;
+  /** When set, the verdict is the ratio: pass = ratio >= ratioMin, decided once the run's ceilings are all in (judgeRatios). */
+  readonly ratioMin?: number;
   readonly target: string;
   /** null: informational, no target. */
   readonly pass: boolean | null;
@@ -67,6 +71,20 @@ export interface BenchReport {
   readonly ceilings: Record<string, unknown>;
   readonly scenarios: ScenarioResult[];
   readonly micro: MicroReport;
+}
+
+/**
+ * Ratios against the mean of the run's ceiling measurements (at its start and, in a full run, at its end),
+ * so a machine that got busier or quieter during the run shows in the spread rather than in one scenario.
+ * Rows judged by their ratio get their verdict here; row.verdict then holds only what follows it.
+ */
+export function judgeRatios(rows: readonly ScenarioResult[], ceilingPerSec: Readonly<Record<'GET' | 'POST', number>>): ScenarioResult[] {
+  return rows.map((row) => {
+    if (row.ceiling === null || row.reqPerSec === null) return row;
+    const ratio = row.reqPerSec / ceilingPerSec[row.ceiling];
+    if (row.ratioMin === undefined) return { ...row, ratio };
+    return { ...row, ratio, pass: ratio >= row.ratioMin, verdict: `${ratio.toFixed(2)} x${row.verdict}` };
+  });
 }
 
 export function machine(): Machine {

@@ -69,6 +69,39 @@ export function httpRow(
   };
 }
 
+/** A value of the server's GET /metrics, when it offers one. */
+export async function metric(ctx: ScenarioContext, name: string): Promise<number | undefined> {
+  try {
+    const res = await call(ctx, 'GET', '/metrics');
+    if (res.status !== 200) return undefined;
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+(?:\\.\\d+)?(?:e[+-]?\\d+)?)`, 'm').exec(res.text);
+    return m === null ? undefined : Number(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+const hashQueuePollMs = 200;
+
+/**
+ * When a run ends, the requests still in flight are dropped by the client but not by the server: their
+ * argon2 jobs stay queued and run anyway. Waits until the hash queue is empty (by GET /metrics, else for
+ * fallbackMs), so the next run does not start behind the last one's leftovers. Returns how long it waited.
+ */
+export async function waitHashQueueIdle(ctx: ScenarioContext, maxMs: number, fallbackMs: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const depth = await metric(ctx, 'authd_hash_queue_depth');
+    if (depth === undefined) {
+      await new Promise((r) => setTimeout(r, fallbackMs));
+      break;
+    }
+    if (depth === 0 || performance.now() - started > maxMs) break;
+    await new Promise((r) => setTimeout(r, hashQueuePollMs));
+  }
+  return performance.now() - started;
+}
+
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;

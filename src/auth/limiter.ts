@@ -6,14 +6,17 @@
 // stuffing across many accounts), with its own factor. Per (account, address), failures grow a tarpit
 // instead: the pair's next attempt waits 250 ms, 500 ms, 1 s, ... up to a cap, before it is evaluated.
 //
-// The race behind CVE-2024-4629 and CVE-2023-47111 is closed by reserving before evaluating: admit()
-// counts the attempt as in flight synchronously, and an account (or address) admits only as many
-// attempts as it has failures left before its next lockout, counting those in flight. So 200
-// concurrent wrong passwords against one account evaluate at most failureFactor of them.
+// The race behind CVE-2024-4629 and CVE-2023-47111 is closed by reserving before evaluating: an
+// account (or address) has as many slots as failures left before its next lockout, and an attempt
+// takes a slot synchronously before it is evaluated; when none is free it waits for one (acquire).
+// A success gives its slot back at once, a failure uses it up. So 200 concurrent wrong passwords
+// against one account evaluate at most failureFactor of them (then the rest find it locked), while
+// 200 concurrent right ones (a busy service account) all get through.
 //
 // A spray of wrong passwords from elsewhere must not keep the owner out: a pair that succeeded within
-// bruteForceTrustedPairTtlMs (and has not failed much itself since) is exempt from its account's
-// lockout. Only a success can create that exemption, so an attacker cannot.
+// bruteForceTrustedPairTtlMs is exempt from its account's lockout for its next few attempts (fewer
+// than bruteForceTrustedPairFailuresMax failed or in flight). Only a success creates the exemption,
+// so an attacker cannot, and one who shares the owner's address gets those few guesses at most.
 //
 // Everything is bounded: at most bruteForceCountersMax counters and bruteForceTrustedPairsMax pairs,
 // oldest idle first out. Evicting a live lockout early needs that many fresh failures, each costing a
@@ -22,7 +25,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import {
   bruteForceCountersMax, bruteForceKeyCharsMax, bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax,
-  bruteForceTrustedPairTtlMs,
+  bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
 } from '../config/limits.js';
 
 export interface LimiterSettings {
@@ -43,11 +46,13 @@ interface Counter {
   inFlight: number;
   lockedUntilMs: number;
   lastFailureMs: number;
+  /** Attempts waiting for a slot (acquire), oldest first. */
+  waiters?: Array<{ readonly accountName: string; readonly rawAddress: string; readonly resolve: (admission: Admission) => void }>;
 }
 
 /** An admitted attempt: hand it back to succeeded(), failed() or released() exactly once. */
 export interface Ticket {
-  readonly account: Counter | undefined;
+  readonly account: Counter;
   readonly address: Counter;
   readonly pair: Counter;
   readonly pairKey: string;
@@ -93,30 +98,57 @@ export class BruteForceLimiter {
   }
 
   /**
-   * Decides, before anything is evaluated, whether this attempt may be: reserves it if so. account is
-   * the credential's account name (for example `u:<email>` or `k:<key id>`), address the client's.
+   * Decides, before anything is evaluated, whether this attempt may be, without waiting: reserves it
+   * if so. An attempt that finds its account (or address) at capacity is refused here; acquire() lets
+   * it wait for a slot instead. account is the credential's account name (for example `u:<email>` or
+   * `k:<key id>`), address the client's.
    */
   admit(accountName: string, rawAddress: string): Admission {
+    const decision = this.decide(accountName, rawAddress);
+    return 'busy' in decision ? { admitted: false, delayMs: decision.delayMs, lockedBy: decision.lockedBy } : decision;
+  }
+
+  /**
+   * Like admit(), but an attempt that finds its account or address at capacity (as many attempts in
+   * flight as it has failures left before its next lockout) waits for a slot: a success frees one at
+   * once, a failure uses one up. So concurrent right passwords all get through, one slot after
+   * another, while concurrent wrong ones still evaluate no more than the allowance.
+   */
+  acquire(accountName: string, rawAddress: string): Promise<Admission> {
+    const decision = this.decide(accountName, rawAddress);
+    if (!('busy' in decision)) return Promise.resolve(decision);
+    const waiters = decision.busy.waiters ??= [];
+    if (waiters.length >= bruteForceWaitersMax) return Promise.resolve({ admitted: false, delayMs: decision.delayMs, lockedBy: decision.lockedBy });
+    return new Promise((resolve) => waiters.push({ accountName, rawAddress, resolve }));
+  }
+
+  private decide(accountName: string, rawAddress: string): Admission | { busy: Counter; delayMs: number; lockedBy: 'account' | 'address' } {
     const now = this.now();
     const account = `a:${accountName.slice(0, bruteForceKeyCharsMax).toLowerCase()}`;
     const address = `i:${addressKey(rawAddress)}`;
     const pairKey = `p:${account}\u0000${address}`;
     const pair = this.live(pairKey, now);
-    const trusted = (this.trustedPairs.get(pairKey) ?? 0) > now && (pair?.failures ?? 0) < bruteForceTrustedPairFailuresMax;
+    // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
+    // trusted pair cannot ride it past the account's allowance.
+    const exempt = (this.trustedPairs.get(pairKey) ?? 0) > now && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
     const accountCounter = this.live(account, now);
     const addressCounter = this.live(address, now);
     const delayMs = this.tarpitMs(pair);
-    if (!trusted && this.blocked(accountCounter, this.settings.failureFactor, now)) return { admitted: false, delayMs, lockedBy: 'account' };
-    if (this.blocked(addressCounter, this.settings.addressFailureFactor, now)) return { admitted: false, delayMs, lockedBy: 'address' };
+    const accountState = exempt ? 'open' : this.state(accountCounter, this.settings.failureFactor, now);
+    if (accountState === 'locked') return { admitted: false, delayMs, lockedBy: 'account' };
+    const addressState = this.state(addressCounter, this.settings.addressFailureFactor, now);
+    if (addressState === 'locked') return { admitted: false, delayMs, lockedBy: 'address' };
+    if (accountState === 'full') return { busy: this.counter(account, accountCounter), delayMs, lockedBy: 'account' };
+    if (addressState === 'full') return { busy: this.counter(address, addressCounter), delayMs, lockedBy: 'address' };
     const ticket: Ticket = {
-      // A trusted pair neither waits for nor uses up its account's allowance.
-      account: trusted ? undefined : this.counter(account, accountCounter),
+      // Counted on the account even when exempt, so everyone else sees the attempts.
+      account: this.counter(account, accountCounter),
       address: this.counter(address, addressCounter),
       pair: this.counter(pairKey, pair),
       pairKey,
       settled: false,
     };
-    if (ticket.account !== undefined) ticket.account.inFlight++;
+    ticket.account.inFlight++;
     ticket.address.inFlight++;
     ticket.pair.inFlight++;
     return { admitted: true, ticket, delayMs };
@@ -135,7 +167,7 @@ export class BruteForceLimiter {
   failed(ticket: Ticket): void {
     if (!this.settle(ticket)) return;
     const now = this.now();
-    if (ticket.account !== undefined) this.countFailure(ticket.account, this.settings.failureFactor, now);
+    this.countFailure(ticket.account, this.settings.failureFactor, now);
     this.countFailure(ticket.address, this.settings.addressFailureFactor, now);
     this.countFailure(ticket.pair, 0, now);
   }
@@ -148,10 +180,33 @@ export class BruteForceLimiter {
   private settle(ticket: Ticket): boolean {
     if (ticket.settled) return false;
     ticket.settled = true;
-    if (ticket.account !== undefined) ticket.account.inFlight--;
+    ticket.account.inFlight--;
     ticket.address.inFlight--;
     ticket.pair.inFlight--;
+    // After the failure (if any) is counted: the waiters then see the slot, or the lockout.
+    queueMicrotask(() => {
+      this.wake(ticket.account);
+      this.wake(ticket.address);
+    });
     return true;
+  }
+
+  /** Gives waiting attempts their turn, oldest first: admitted, refused (locked meanwhile), or still waiting. */
+  private wake(counter: Counter): void {
+    const waiters = counter.waiters;
+    if (waiters === undefined) return;
+    while (waiters.length > 0) {
+      const waiter = waiters[0]!;
+      const decision = this.decide(waiter.accountName, waiter.rawAddress);
+      if ('busy' in decision) {
+        if (decision.busy === counter) return; // still no slot here; keep the order
+        waiters.shift();
+        (decision.busy.waiters ??= []).push(waiter);
+        continue;
+      }
+      waiters.shift();
+      waiter.resolve(decision);
+    }
   }
 
   private countFailure(counter: Counter, factor: number, now: number): void {
@@ -164,14 +219,15 @@ export class BruteForceLimiter {
   }
 
   /**
-   * Locked now, or no failures left before the next lockout once those in flight are counted. After
-   * a lockout ends, the counter admits another factor's worth of attempts before the next, longer one.
+   * locked: refused now. full: as many attempts in flight as failures are left before the next
+   * lockout (one more could cross it unseen). After a lockout ends, the counter admits another
+   * factor's worth of attempts before the next, longer one.
    */
-  private blocked(counter: Counter | undefined, factor: number, now: number): boolean {
-    if (factor === 0 || counter === undefined) return false;
-    if (now < counter.lockedUntilMs) return true;
+  private state(counter: Counter | undefined, factor: number, now: number): 'open' | 'full' | 'locked' {
+    if (factor === 0 || counter === undefined) return 'open';
+    if (now < counter.lockedUntilMs) return 'locked';
     const nextLockoutAt = (Math.floor(counter.failures / factor) + 1) * factor;
-    return counter.failures + counter.inFlight >= nextLockoutAt;
+    return counter.failures + counter.inFlight >= nextLockoutAt ? 'full' : 'open';
   }
 
   private tarpitMs(pair: Counter | undefined): number {
@@ -193,7 +249,7 @@ export class BruteForceLimiter {
   }
 
   private expired(counter: Counter, now: number): boolean {
-    return counter.inFlight === 0 && now >= counter.lockedUntilMs && now - counter.lastFailureMs >= this.settings.failureResetMs;
+    return counter.inFlight === 0 && (counter.waiters?.length ?? 0) === 0 && now >= counter.lockedUntilMs && now - counter.lastFailureMs >= this.settings.failureResetMs;
   }
 
   /** The live counter, or a new one (re-inserted last, so the Map's order is oldest use first). */
@@ -203,9 +259,10 @@ export class BruteForceLimiter {
     this.counters.set(key, counter);
     if (existing === undefined) {
       const now = this.now();
-      this.evictOldest(this.counters, bruteForceCountersMax, (c) => c.inFlight === 0 && (this.expired(c, now) || now >= c.lockedUntilMs));
+      const idle = (c: Counter): boolean => c.inFlight === 0 && (c.waiters?.length ?? 0) === 0;
+      this.evictOldest(this.counters, bruteForceCountersMax, (c) => idle(c) && (this.expired(c, now) || now >= c.lockedUntilMs));
       // All idle ones are locked: under a flood that large, the oldest lockout goes first.
-      this.evictOldest(this.counters, bruteForceCountersMax, (c) => c.inFlight === 0);
+      this.evictOldest(this.counters, bruteForceCountersMax, idle);
     }
     return counter;
   }

@@ -8,15 +8,13 @@
 // records found in it, so an operator can see what was lost and restore it from elsewhere.
 
 import { basename, join } from 'node:path';
+import { repairStepsMax } from '../config/limits.js';
 import { decodeLog, scanRecordSeqs } from './codec.js';
 import { classifyDir, parseSegmentFileName, parseSnapshotFileName } from './layout.js';
 import { acquireLock } from './lock.js';
 import { recover, RecoveryError } from './recovery.js';
 import type { PersistLogger, Replayable } from './replayable.js';
 import { NodeStorage, type Storage } from './storage.js';
-
-/** Each step removes one damaged file or cuts one; a directory never needs more than this many. */
-const repairStepsMax = 256;
 
 export interface RepairAction {
   readonly kind: 'log_cut' | 'log_set_aside' | 'snapshot_set_aside';

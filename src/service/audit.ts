@@ -4,8 +4,8 @@
 //   {"level":30,"time":1700000000000,"service":"authd","audit":"authenticate","caller":"<user id>",
 //    "targets":{"application":"<id>","user":"<id>"},"outcome":"failure","reason":"wrong_secret",
 //    "address":"203.0.113.9","peer":"10.0.0.5","msg":"audit"}
-// Only ids, codes and addresses go in; every string is cut to auditFieldCharsMax, and pino escapes
-// control characters, so a hostile name or header cannot forge or break a line.
+// Only ids, codes and addresses go in; every string is cut to auditFieldCharsMax, pino escapes control
+// characters, and logSafe() the separators JSON allows raw, so a hostile value cannot forge or break a line.
 
 import { auditFieldCharsMax } from '../config/limits.js';
 
@@ -32,8 +32,20 @@ export interface AuditSink {
   info(obj: object, msg: string): void;
 }
 
+/**
+ * Characters that JSON (and so pino) leaves raw but that some log viewers take as a line break
+ * (U+0085, U+2028, U+2029) or use to reorder what is shown (bidirectional overrides): written as
+ * \uXXXX text instead, so a hostile name can neither start a forged line nor disguise one.
+ */
+const viewerHostile = /[\u0085\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** s with the characters above escaped; for every client-supplied string that goes into a log line. */
+export function logSafe(s: string): string {
+  return s.replace(viewerHostile, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function cut(s: string): string {
-  return s.length > auditFieldCharsMax ? s.slice(0, auditFieldCharsMax) : s;
+  return logSafe(s.length > auditFieldCharsMax ? s.slice(0, auditFieldCharsMax) : s);
 }
 
 export class Audit {

@@ -37,6 +37,8 @@ interface Checked {
   readonly reason?: string;
   /** The account the credential names, when it exists (audit only). */
   readonly userId?: string;
+  /** A password success answered by the verify cache: no new authentication happened. */
+  readonly cached?: boolean;
 }
 
 /** Limits that let nothing through: for tools and tests that want no brute-force protection. */
@@ -50,6 +52,8 @@ const verifyMsSmoothing = 0.1;
 export class Authenticator {
   /** Running mean of an argon2 verification as callers see it (queue wait included). */
   private typicalVerifyMs = 0;
+  /** Argon2 verifications under way (see once()). */
+  private readonly inFlight = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly state: State,
@@ -66,21 +70,36 @@ export class Authenticator {
    * The User whose password this is, or undefined. Unknown usernames cost the same hashing work as known ones,
    * so the answer's timing does not tell which usernames exist. No limiter here: callers go through check().
    */
-  async verifyPassword(username: string, password: string): Promise<User | undefined> {
+  async verifyPassword(username: string, password: string): Promise<{ user: User | undefined; cached: boolean }> {
     const user = this.state.userByEmail(username);
     if (user === undefined) {
-      await this.timed(this.pool.verifyDummy(password));
-      return undefined;
+      await this.timed(this.once(`${this.cache.fingerprint(password)}\u0000unknown\u0000${username.toLowerCase()}`, () => this.pool.verifyDummy(password)));
+      return { user: undefined, cached: false };
     }
-    if (this.cache.check(user.id, user, password)) return user;
-    const ok = await this.timed(this.pool.verifyPassword(password, user.passwordHash));
-    if (!ok) return undefined;
+    if (this.cache.check(user.id, user, password)) return { user, cached: true };
+    const ok = await this.timed(this.once(`${this.cache.fingerprint(password)}\u0000${user.passwordHash}`, () => this.pool.verifyPassword(password, user.passwordHash)));
+    if (!ok) return { user: undefined, cached: false };
     // The User may have changed while a worker hashed: judge the current one, and only if its password is the one checked.
     const current = this.state.user(user.id);
-    if (current === undefined || current.passwordHash !== user.passwordHash) return undefined;
+    if (current === undefined || current.passwordHash !== user.passwordHash) return { user: undefined, cached: false };
     this.cache.remember(current.id, current, password);
     if (needsRehash(current.passwordHash, this.argon2)) this.rehash(current, password);
-    return current;
+    return { user: current, cached: false };
+  }
+
+  /**
+   * Concurrent checks of the same password against the same hash share one argon2 run: a burst of
+   * logins on a cold cache (a restart, a client's connection pool warming up) costs one hash, not fifty.
+   * Unknown usernames share runs the same way, so a burst of identical guesses costs the same work
+   * whether the account exists or not. Keys hold the verify cache's keyed hash, never the password.
+   */
+  private once(key: string, verify: () => Promise<boolean>): Promise<boolean> {
+    let flight = this.inFlight.get(key);
+    if (flight === undefined) {
+      flight = verify().finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, flight);
+    }
+    return flight;
   }
 
   /** API Key secrets are high-entropy: a keyed hash and a constant-time compare, no argon2. */
@@ -105,6 +124,9 @@ export class Authenticator {
     const checked = await this.checkAudited(type, username, password, { address }, 'caller.authenticate');
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, base === undefined ? undefined : this.state.application(base));
     const user = why === undefined ? checked.user : undefined;
+    // An admin's repeated requests ride the verify cache like a session: audited when the password was
+    // really checked (and on every failure), not once per request, which would double the log per call.
+    if (user !== undefined && checked.cached === true) return user;
     this.guard.audit.record({
       action: 'caller.authenticate', caller: user?.id ?? null, targets: targetsOf(type, username, checked.userId),
       outcome: outcomeOf(user, checked), reason: why, address,
@@ -148,7 +170,7 @@ export class Authenticator {
    * credential and about as late (a running mean of argon2 checks), without spending a hash on it.
    */
   private async check(type: CredentialType, username: string, password: string, address: string): Promise<Checked> {
-    const admission = this.guard.limiter.admit(type === 'username' ? `u:${username}` : `k:${username}`, address);
+    const admission = await this.guard.limiter.acquire(type === 'username' ? `u:${username}` : `k:${username}`, address);
     const userId = type === 'username' ? this.state.userByEmail(username)?.id : (isApikeyId(username) ? this.state.userByApikey(username)?.id : undefined);
     if (!admission.admitted) {
       const delayMs = Math.max(admission.delayMs, type === 'username' ? this.typicalVerifyMs : 0);
@@ -159,13 +181,13 @@ export class Authenticator {
     try {
       if (admission.delayMs > 0) await sleep(admission.delayMs);
       if (type === 'username') {
-        const user = await this.verifyPassword(username, password);
+        const { user, cached } = await this.verifyPassword(username, password);
         if (user === undefined) {
           this.guard.limiter.failed(ticket);
           return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
         }
         this.guard.limiter.succeeded(ticket);
-        return { user, outcome: 'success', userId: user.id };
+        return { user, outcome: 'success', userId: user.id, cached };
       }
       const found = this.verifyApikey(username, password);
       if (found === undefined) {

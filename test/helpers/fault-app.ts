@@ -11,7 +11,7 @@ import { BruteForceLimiter, type LimiterSettings } from '../../src/auth/limiter.
 import { VerifyCache } from '../../src/auth/verify-cache.js';
 import type { HttpRequest, Reply } from '../../src/http/adapter.js';
 import { Metrics } from '../../src/http/metrics.js';
-import { createPipeline, errorReply } from '../../src/http/pipeline.js';
+import { createPipeline } from '../../src/http/pipeline.js';
 import { Renderer } from '../../src/http/render.js';
 import { allRoutes } from '../../src/http/routes/index.js';
 import { openPersistence, type Persistence } from '../../src/persist/persistence.js';
@@ -61,6 +61,8 @@ export interface OpenAppOptions {
   readonly storage: Storage;
   readonly dir: string;
   readonly pool?: HashPool;
+  /** The argon2 parameters `pool` hashes with (else every login re-hashes, as after a parameter change). */
+  readonly argon2?: { memoryKiB: number; iterations: number; parallelism: number };
   readonly limits?: LimiterSettings;
   /** Receives every audit entry. */
   readonly audit?: (entry: AuditEntry) => void;
@@ -79,6 +81,8 @@ export class InProcessApp {
     readonly pool: HashPool,
     private readonly ownsPool: boolean,
     private readonly handle: (req: HttpRequest) => Reply | Promise<Reply>,
+    /** Every route, as `METHOD pattern`, for fuzzers that must reach every endpoint. */
+    readonly routes: ReadonlyArray<{ readonly method: string; readonly pattern: string; readonly public: boolean }>,
   ) {}
 
   static async open(opts: OpenAppOptions): Promise<InProcessApp> {
@@ -98,7 +102,7 @@ export class InProcessApp {
     const audit = new Audit(opts.audit === undefined ? undefined : { info: (obj) => opts.audit!(fromLine(obj)) });
     const limiter = new BruteForceLimiter(opts.limits ?? relaxedLimits);
     const cache = new VerifyCache({ ttlMs: 60_000, entriesMax: 1000 });
-    const authenticator = new Authenticator(state, pool, cache, secrets, committer, fastArgon2, noopLogger, { limiter, audit });
+    const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });
     const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, persistence });
     const renderer = new Renderer(publicUrl, state);
     const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
@@ -120,7 +124,8 @@ export class InProcessApp {
     persistence.setFailureListener((err) => {
       if (app !== undefined) app.logFailure = err;
     });
-    app = new InProcessApp(state, persistence, committer, authenticator, pool, opts.pool === undefined, handle);
+    const routeList = routes.map((r) => ({ method: r.method, pattern: r.pattern, public: r.public === true }));
+    app = new InProcessApp(state, persistence, committer, authenticator, pool, opts.pool === undefined, handle, routeList);
     return app;
   }
 
@@ -194,5 +199,3 @@ export async function fingerprint(app: InProcessApp): Promise<string> {
   const users = sorted(resultOf<{ users: { id: string }[] }>(await app.get('/users')).users);
   return JSON.stringify({ applications, groups, users, lastSeq: app.state.lastSeq });
 }
-
-export { errorReply };

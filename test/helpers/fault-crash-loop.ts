@@ -10,6 +10,7 @@
 // Passwords are checked by authenticating; the state is then adopted (with the ids learned from the
 // server) and the next cycle goes on from it.
 
+import { rmSync } from 'node:fs';
 import { crashPoints } from '../../src/persist/fault-injection.js';
 import { Rng } from './fault-storage.js';
 import { adminEmail, adminPassword, basicAuth, newServerDirs, startServer, type ServerDirs, type ServerProcess } from './server.js';
@@ -404,7 +405,6 @@ export async function runCrashLoop(opts: CrashLoopOptions, totals: CrashLoopTota
     await server.stop();
   } finally {
     await server?.dispose({ keepDirs: true });
-    const { rmSync } = await import('node:fs');
     rmSync(dirs.root, { recursive: true, force: true });
   }
 }

@@ -84,3 +84,10 @@ export function frameMap(segment: Uint8Array): Array<{ seq: number; start: numbe
     return { seq: r.seq, start, end: start + frameHeaderBytes + length };
   });
 }
+
+/** A copy of bytes with one bit flipped (Uint8Array.from, not slice(): a Buffer's slice is a view, and the original must stay intact). */
+export function flipped(bytes: Uint8Array, at: number, bit = 4): Uint8Array {
+  const copy = Uint8Array.from(bytes);
+  copy[at] ^= 1 << bit;
+  return copy;
+}

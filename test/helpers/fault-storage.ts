@@ -13,21 +13,14 @@
 
 import { posix } from 'node:path';
 import type { ReadableFile, Storage, WritableFile } from '../../src/persist/storage.js';
+import { prng } from './prng.js';
 
-/** Small, fast, seeded PRNG (mulberry32): the same seed replays the same crash. */
+/** The shared seeded generator (test/helpers/prng.ts) with the draws these tests need: the same seed replays the same crash. */
 export class Rng {
-  private state: number;
-  constructor(readonly seed: number) {
-    this.state = seed >>> 0;
-  }
-
   /** Uniform in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  readonly next: () => number;
+  constructor(readonly seed: number) {
+    this.next = prng(seed);
   }
 
   /** Integer in [min, max]. */

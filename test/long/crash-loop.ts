@@ -5,22 +5,13 @@
 
 import { emptyCrashTotals, formatCrashTotals, runCrashLoop } from '../helpers/fault-crash-loop.js';
 import { emptyTotals, formatTotals, runPowerLossCase } from '../helpers/fault-power-loss.js';
+import { numberOption, stringOption } from '../helpers/fault-args.js';
 
-function option(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const inline = process.argv.find((a) => a.startsWith(`--${name}=`));
-  const raw = inline !== undefined ? inline.slice(name.length + 3) : i >= 0 ? process.argv[i + 1] : undefined;
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${name} needs a whole number, got ${raw}`);
-  return n;
-}
 
-const onlyIndex = process.argv.indexOf('--only');
-const only = onlyIndex >= 0 ? process.argv[onlyIndex + 1] : undefined;
-const cycles = option('cycles', 1000);
-const seeds = option('seeds', 20000);
-const seed = option('seed', Date.now() % 1_000_000);
+const only = stringOption('only');
+const cycles = numberOption('cycles', 1000);
+const seeds = numberOption('seeds', 20000);
+const seed = numberOption('seed', Date.now() % 1_000_000);
 
 async function powerLoss(): Promise<void> {
   const totals = emptyTotals();

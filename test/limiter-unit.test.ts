@@ -1,0 +1,183 @@
+// The brute-force limiter on a fake clock: reservations before evaluation, Keycloak-like lockout steps, per-address lockouts, the tarpit, the owner's exemption from a spray, expiry and bounds.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { addressKey, BruteForceLimiter, type Admission, type LimiterSettings } from '../src/auth/limiter.js';
+import { bruteForceCountersMax } from '../src/config/limits.js';
+
+const keycloakLike: LimiterSettings = {
+  failureFactor: 30, addressFailureFactor: 100, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000,
+  failureResetMs: 12 * 3600_000, tarpitStepMs: 250, tarpitMaxMs: 5_000,
+};
+
+function clock(): { now: () => number; advance: (ms: number) => void } {
+  let t = 1_700_000_000_000;
+  return { now: () => t, advance: (ms) => { t += ms; } };
+}
+
+function fail(limiter: BruteForceLimiter, account: string, address: string): Admission {
+  const a = limiter.admit(account, address);
+  if (a.admitted) limiter.failed(a.ticket);
+  return a;
+}
+
+test('200 concurrent wrong passwords against one account: at most the failure factor are admitted for evaluation', () => {
+  const limiter = new BruteForceLimiter(keycloakLike, clock().now);
+  // All 200 arrive before any is evaluated: each is admitted or refused synchronously.
+  const admissions = Array.from({ length: 200 }, (_, i) => limiter.admit('u:victim@example.com', `198.51.100.${i % 250}`));
+  const admitted = admissions.filter((a) => a.admitted);
+  assert.equal(admitted.length, 30);
+  for (const a of admitted) if (a.admitted) limiter.failed(a.ticket);
+  assert.equal(limiter.admit('u:victim@example.com', '203.0.113.1').admitted, false, 'locked once they have failed');
+  // From one address too (the pair's own count does not add to it).
+  const single = new BruteForceLimiter(keycloakLike, clock().now);
+  assert.equal(Array.from({ length: 200 }, () => single.admit('u:victim@example.com', '192.0.2.7')).filter((a) => a.admitted).length, 30);
+});
+
+test('lockouts grow by the wait increment per failure factor, up to the max wait, and admit another factor after each', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, c.now);
+  const waits: number[] = [];
+  for (let step = 1; step <= 18; step++) {
+    for (let i = 0; i < 30; i++) assert.equal(fail(limiter, 'u:a@example.com', `10.0.${step}.${i}`).admitted, true, `step ${step}, attempt ${i}`);
+    // Locked now: find when it opens again, to the second.
+    let waited = 0;
+    for (let probe = limiter.admit('u:a@example.com', '10.9.9.9'); ; probe = limiter.admit('u:a@example.com', '10.9.9.9')) {
+      if (probe.admitted) {
+        // Open again: hand the probe back without counting it.
+        limiter.released(probe.ticket);
+        break;
+      }
+      c.advance(1000);
+      waited += 1000;
+    }
+    waits.push(waited);
+  }
+  assert.deepEqual(waits.slice(0, 5), [60_000, 120_000, 180_000, 240_000, 300_000]);
+  assert.ok(waits.slice(14).every((w) => w === 15 * 60_000), `capped at 15 min: ${waits.slice(14)}`);
+});
+
+test('an address that fails against many accounts is locked out at its own factor; other addresses are not', () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  for (let i = 0; i < 100; i++) assert.ok(fail(limiter, `u:user${i}@example.com`, '198.51.100.66').admitted);
+  const locked = limiter.admit('u:someone-else@example.com', '198.51.100.66');
+  assert.deepEqual([locked.admitted, locked.admitted ? undefined : locked.lockedBy], [false, 'address']);
+  assert.equal(limiter.admit('u:someone-else@example.com', '198.51.100.67').admitted, true);
+});
+
+test('the tarpit: each failure of an (account, address) pair doubles the delay before its next attempt, up to the cap; a success resets it', () => {
+  const limiter = new BruteForceLimiter(keycloakLike, clock().now);
+  const delays: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const a = limiter.admit('u:t@example.com', '192.0.2.1');
+    assert.ok(a.admitted);
+    delays.push(a.delayMs);
+    limiter.failed(a.ticket);
+  }
+  assert.deepEqual(delays, [0, 250, 500, 1000, 2000, 4000, 5000, 5000]);
+  const other = limiter.admit('u:t@example.com', '192.0.2.2');
+  assert.ok(other.admitted && other.delayMs === 0, 'another address is not slowed by this pair');
+  limiter.released(other.ticket);
+  const ok = limiter.admit('u:t@example.com', '192.0.2.1');
+  assert.ok(ok.admitted);
+  limiter.succeeded(ok.ticket);
+  const after = limiter.admit('u:t@example.com', '192.0.2.1');
+  assert.ok(after.admitted && after.delayMs === 0);
+});
+
+test('a spray from other addresses locks the account, but not for the owner at an address that succeeded before', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, c.now);
+  const home = limiter.admit('u:owner@example.com', '203.0.113.10');
+  assert.ok(home.admitted);
+  limiter.succeeded(home.ticket);
+  for (let i = 0; i < 300; i++) fail(limiter, 'u:owner@example.com', `198.51.100.${i % 200}`);
+  assert.equal(limiter.admit('u:owner@example.com', '198.51.100.250').admitted, false, 'the account is locked for everyone else');
+  const owner = limiter.admit('u:owner@example.com', '203.0.113.10');
+  assert.ok(owner.admitted, 'the owner gets in from home at once');
+  limiter.succeeded(owner.ticket);
+  // From a new address the owner waits out the lockout, which never exceeds the max wait.
+  assert.equal(limiter.admit('u:owner@example.com', '192.0.2.200').admitted, false);
+  c.advance(15 * 60_000);
+  const away = limiter.admit('u:owner@example.com', '192.0.2.200');
+  assert.ok(away.admitted, 'at most the max wait later');
+  limiter.succeeded(away.ticket);
+});
+
+test('the exemption covers only a few guesses, even concurrent ones, and still counts them on the account', () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  const first = limiter.admit('u:owner@example.com', '203.0.113.10');
+  assert.ok(first.admitted);
+  limiter.succeeded(first.ticket);
+  // 200 concurrent guesses from the trusted address: no more than the account's factor in all.
+  const admissions = Array.from({ length: 200 }, () => limiter.admit('u:owner@example.com', '203.0.113.10'));
+  assert.equal(admissions.filter((a) => a.admitted).length, 30);
+  for (const a of admissions) if (a.admitted) limiter.failed(a.ticket);
+  assert.equal(limiter.admit('u:owner@example.com', '203.0.113.10').admitted, false, 'five failures end the exemption; the account is locked');
+});
+
+test('counters expire after the failure reset time, and the table never grows past its bound', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, c.now);
+  for (let i = 0; i < 30; i++) fail(limiter, 'u:x@example.com', `10.1.0.${i}`);
+  c.advance(15 * 60_000);
+  assert.ok(fail(limiter, 'u:x@example.com', '10.1.1.1').admitted, 'after the lockout, more attempts');
+  c.advance(12 * 3600_000);
+  // Forgotten: a full factor again.
+  let admitted = 0;
+  for (let i = 0; i < 40; i++) if (fail(limiter, 'u:x@example.com', `10.2.0.${i}`).admitted) admitted++;
+  assert.equal(admitted, 30);
+
+  const big = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, c.now);
+  for (let i = 0; i < 60_000; i++) fail(big, `u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  assert.ok(big.size <= bruteForceCountersMax, `${big.size} counters`);
+});
+
+test('addresses count by IPv4, by the /64 of IPv6, IPv4-mapped as IPv4, names as lowercase text', () => {
+  assert.equal(addressKey('203.0.113.9'), '203.0.113.9');
+  assert.equal(addressKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+  assert.equal(addressKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64');
+  assert.equal(addressKey('[2001:db8:1:2::5]'), '2001:db8:1:2::/64');
+  assert.equal(addressKey('::1'), '0:0:0:0::/64');
+  assert.equal(addressKey('::ffff:198.51.100.3'), '198.51.100.3');
+  assert.equal(addressKey('Proxy.Example'), 'proxy.example');
+});
+
+test('zero factors turn the lockouts off; a released attempt counts for nothing', () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, failureFactor: 0, addressFailureFactor: 0, tarpitStepMs: 0 }, clock().now);
+  for (let i = 0; i < 500; i++) assert.ok(fail(limiter, 'u:y@example.com', '192.0.2.9').admitted);
+  const on = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  for (let i = 0; i < 500; i++) {
+    const a = on.admit('u:z@example.com', '192.0.2.9');
+    assert.ok(a.admitted);
+    on.released(a.ticket);
+  }
+});
+
+test('acquire: concurrent right passwords all get a slot in turn; concurrent wrong ones still evaluate only the allowance', async () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  let evaluated = 0;
+  const attempt = async (right: boolean, i: number): Promise<boolean> => {
+    const a = await limiter.acquire('u:service@example.com', `10.3.0.${i % 200}`);
+    if (!a.admitted) return false;
+    evaluated++;
+    await new Promise((resolve) => setImmediate(resolve)); // the evaluation takes a while
+    if (right) limiter.succeeded(a.ticket);
+    else limiter.failed(a.ticket);
+    return right;
+  };
+  const rights = await Promise.all(Array.from({ length: 200 }, (_, i) => attempt(true, i)));
+  assert.equal(rights.filter(Boolean).length, 200, 'a busy service account is never locked out by its own concurrency');
+  evaluated = 0;
+  const other = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  const wrongs = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
+    const a = await other.acquire('u:service@example.com', `10.4.0.${i % 200}`);
+    if (!a.admitted) return 'refused';
+    evaluated++;
+    await new Promise((resolve) => setImmediate(resolve));
+    other.failed(a.ticket);
+    return 'failed';
+  }));
+  assert.equal(evaluated, 30);
+  assert.equal(wrongs.filter((w) => w === 'refused').length, 170);
+});
