@@ -22,6 +22,7 @@ const listRssGrowthBytesMax = 100 * 1e6;
 /** Scenario F waits (up to this long) for the server's background search index: a search answering under searchReadyMs. */
 const searchReadyWaitMs = 120_000;
 const searchReadyMs = 5;
+const searchReadyPollMs = 100;
 /** Scenario H's background load: light, so the event-loop delay measured is the snapshot's, not ours. */
 const snapshotLoadRatePerSec = 200;
 const snapshotLoadConnections = 4;
@@ -124,7 +125,7 @@ export async function waitSearchReady(ctx: ScenarioContext, term: string): Promi
     const t = performance.now();
     await call(ctx, 'GET', `/users/search/${encodeURIComponent(term)}`);
     if (performance.now() - t < searchReadyMs) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, searchReadyPollMs));
   }
   return Number.NaN;
 }

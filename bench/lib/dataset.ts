@@ -130,7 +130,8 @@ export class SeedError extends Error {}
 /** Refuses a data directory with anything in it unless force; with force, removes only the service's own files, and never under a live server. */
 function prepareDataDir(dir: string, force: boolean): void {
   mkdirSync(dir, { recursive: true });
-  const names = readdirSync(dir);
+  // Dotfiles are not data: the repository's ./data holds a .gitkeep, and `npm run seed` defaults to ./data.
+  const names = readdirSync(dir).filter((name) => !name.startsWith('.'));
   if (names.length === 0) return;
   if (!force) throw new SeedError(`data directory ${dir} is not empty (${names.length} entries); pass --force to replace its snapshots and log`);
   if (names.includes(lockFileName)) {

@@ -57,6 +57,8 @@ export const bruteForceTarpitStepMsDefault = 250;
 export const bruteForceTarpitMaxMsDefault = 5_000;
 /** Failure counters (accounts, addresses and pairs together) held at once; the oldest idle one goes first. */
 export const bruteForceCountersMax = 100_000;
+/** A counter moves to the end of the limiter's eviction order at most this often. */
+export const bruteForceCounterTouchMs = 1000;
 /** (account, address) pairs that succeeded recently, exempt from the account's lockout: a spray from elsewhere cannot keep the owner out. */
 export const bruteForceTrustedPairsMax = 100_000;
 export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
