@@ -23,23 +23,14 @@
 // password hash from the bounded pool, which takes longer than the longest lockout lasts.
 
 import { isIPv4, isIPv6 } from 'node:net';
+import type { Config } from '../config/config.js';
 import {
   bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceKeyCharsMax, bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax,
   bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
 } from '../config/limits.js';
 
-export interface LimiterSettings {
-  /** Failures per account before each lockout step; 0: no account lockout. */
-  readonly failureFactor: number;
-  /** Failures per client address before each lockout step; 0: no address lockout. */
-  readonly addressFailureFactor: number;
-  readonly waitIncrementMs: number;
-  readonly maxWaitMs: number;
-  readonly failureResetMs: number;
-  /** First tarpit delay of a pair; 0: no tarpit. */
-  readonly tarpitStepMs: number;
-  readonly tarpitMaxMs: number;
-}
+/** The limiter's settings are exactly the BRUTE_FORCE_* configuration (src/config/config.ts). */
+export type LimiterSettings = Config['bruteForce'];
 
 interface Counter {
   failures: number;

@@ -31,11 +31,14 @@ export interface Config {
   readonly realm: string;
   readonly allowUwsFallback: boolean;
   readonly bruteForce: {
+    /** Failures per account before each lockout step; 0: no account lockout. */
     readonly failureFactor: number;
+    /** Failures per client address before each lockout step; 0: no address lockout. */
     readonly addressFailureFactor: number;
     readonly waitIncrementMs: number;
     readonly maxWaitMs: number;
     readonly failureResetMs: number;
+    /** First tarpit delay of a pair; 0: no tarpit. */
     readonly tarpitStepMs: number;
     readonly tarpitMaxMs: number;
   };
