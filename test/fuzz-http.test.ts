@@ -4,11 +4,9 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { HashPool } from '../src/auth/hash-pool.js';
 import { bodyBytesMax } from '../src/config/limits.js';
-import { InProcessApp } from './helpers/fault-app.js';
+import { serverRoutes } from './helpers/fault-app.js';
 import { requestPlan, resolvePlan, type KnownIds, type RouteInfo } from './helpers/fault-fuzz.js';
-import { PowerLossStorage } from './helpers/fault-storage.js';
 import { adminEmail, adminPassword, basicAuth, startServer, type RawResponse, type ServerProcess } from './helpers/server.js';
 
 /** `npm run test:fuzz -- --http-cases N` runs many more (it sets FUZZ_HTTP_CASES). */
@@ -20,14 +18,7 @@ let server: ServerProcess;
 let routes: RouteInfo[];
 
 before(async () => {
-  // The route list, from the same code the server runs.
-  const pool = new HashPool({ workers: 1, queueMax: 8, argon2: { memoryKiB: 1024, iterations: 1, parallelism: 1 } });
-  const storage = new PowerLossStorage();
-  await storage.mkdirp('/routes');
-  const app = await InProcessApp.open({ storage, dir: '/routes', pool });
-  routes = [...app.routes];
-  await app.close();
-  await pool.close();
+  routes = await serverRoutes();
   server = await startServer({ env });
 });
 

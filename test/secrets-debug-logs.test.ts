@@ -3,10 +3,8 @@
 import assert from 'node:assert/strict';
 import { relative } from 'node:path';
 import { after, before, test } from 'node:test';
-import { HashPool } from '../src/auth/hash-pool.js';
-import { InProcessApp } from './helpers/fault-app.js';
+import { serverRoutes } from './helpers/fault-app.js';
 import { resolvePlan, type KnownIds, type RequestPlan, type RouteInfo } from './helpers/fault-fuzz.js';
-import { PowerLossStorage } from './helpers/fault-storage.js';
 import { adminEmail, adminPassword, basicAuth, readAllFiles, startServer, type ServerProcess } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -15,13 +13,7 @@ let routes: RouteInfo[];
 const secrets = new Set<string>([adminPassword, basicAuth(adminEmail, adminPassword), basicAuth(adminEmail, adminPassword).slice(6)]);
 
 before(async () => {
-  const pool = new HashPool({ workers: 1, queueMax: 8, argon2: { memoryKiB: 1024, iterations: 1, parallelism: 1 } });
-  const storage = new PowerLossStorage();
-  await storage.mkdirp('/routes');
-  const app = await InProcessApp.open({ storage, dir: '/routes', pool });
-  routes = [...app.routes];
-  await app.close();
-  await pool.close();
+  routes = await serverRoutes();
   // trace: the most verbose pino level, below debug.
   server = await startServer({ env: { LOG_LEVEL: 'trace', SNAPSHOT_EVERY_RECORDS: '15' } });
 });

@@ -5,6 +5,7 @@ import {
 } from '../config/limits.js';
 import type { JsonObject } from '../domain/entities.js';
 import { invalidField } from '../domain/errors.js';
+import { isWellFormedId } from '../store/ids.js';
 
 export interface Schema<T> {
   parse(value: unknown, field: string): T;
@@ -72,7 +73,8 @@ export function boolean(): Schema<boolean> {
 export function id(): Schema<string> {
   return {
     parse(value, field) {
-      if (typeof value !== 'string' || value.length === 0 || value.length > idCharsMax || !/^[0-9A-Za-z]+$/.test(value)) {
+      // The same rule as ids in paths (src/store/ids.ts).
+      if (typeof value !== 'string' || !isWellFormedId(value)) {
         throw invalidField(field, 'must be an identifier (letters and digits)');
       }
       return value;

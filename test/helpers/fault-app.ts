@@ -24,6 +24,7 @@ import { MicrosClock } from '../../src/store/clock.js';
 import { bootstrap } from '../../src/store/decide.js';
 import { newApikeyId, newEntityId } from '../../src/store/ids.js';
 import { State } from '../../src/store/state.js';
+import { PowerLossStorage } from './fault-storage.js';
 
 export const appAdminEmail = 'admin@example.com';
 export const appAdminPassword = 'admin-pass-Zq7!wK2';
@@ -198,4 +199,16 @@ export async function fingerprint(app: InProcessApp): Promise<string> {
   const groups = sorted(resultOf<{ groups: { id: string }[] }>(await app.get('/groups')).groups);
   const users = sorted(resultOf<{ users: { id: string }[] }>(await app.get('/users')).users);
   return JSON.stringify({ applications, groups, users, lastSeq: app.state.lastSeq });
+}
+
+/** The server's route list, from the very code the server runs: a throwaway in-process app on simulated storage. */
+export async function serverRoutes(): Promise<{ method: string; pattern: string; public: boolean }[]> {
+  const pool = new HashPool({ workers: 1, queueMax: 8, argon2: { memoryKiB: 1024, iterations: 1, parallelism: 1 } });
+  const storage = new PowerLossStorage();
+  await storage.mkdirp('/routes');
+  const app = await InProcessApp.open({ storage, dir: '/routes', pool });
+  const routes = [...app.routes];
+  await app.close();
+  await pool.close();
+  return routes;
 }

@@ -1,13 +1,9 @@
 // The seeded pseudo-random generator of every randomized test: a failure is replayed from the seed it prints.
 
-/** mulberry32: 32 bits of state, fast, uniform in [0, 1). Not for secrets. */
+import { Prng } from '../../bench/lib/prng.js';
+
+/** The benchmark dataset's generator (mulberry32) as a plain function, uniform in [0, 1). Not for secrets. */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const generator = new Prng(seed);
+  return () => generator.next();
 }
