@@ -21,7 +21,7 @@ import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
-import { Audit, logSafe } from './service/audit.js';
+import { Audit, logSafe, type AuditSink } from './service/audit.js';
 import { Authenticator } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { MicrosClock } from './store/clock.js';
@@ -30,8 +30,10 @@ import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
 import type { HttpRequest } from './http/adapter.js';
 
-function createLogger(level: string): Logger {
-  return pino(
+/** The logger, and the stream under it that audit lines are written to directly (src/service/audit.ts). */
+function createLogger(level: string): { logger: Logger; destination: AuditSink } {
+  const destination = pino.destination({ dest: 1, sync: false });
+  const logger = pino(
     {
       level,
       base: { service: 'authd' },
@@ -41,8 +43,9 @@ function createLogger(level: string): Logger {
         censor: '[redacted]',
       },
     },
-    pino.destination({ dest: 1, sync: false }),
+    destination,
   );
+  return { logger, destination };
 }
 
 async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger, audit: Audit): Promise<void> {
@@ -67,7 +70,7 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, process.argv.slice(2));
-  const logger = createLogger(config.logLevel);
+  const { logger, destination } = createLogger(config.logLevel);
   if (config.repair) {
     // --repair: fix what recovery refuses (back up, cut at the damage), say what was dropped, and stop.
     const report = await repairDataDir({ dir: config.dataDir, createState: () => new State(), logger });
@@ -104,7 +107,7 @@ async function main(): Promise<void> {
     newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce(),
   });
   // Audit lines are written at info whatever LOG_LEVEL says (only `silent` turns them off): the trail is not verbosity.
-  const audit = new Audit(config.logLevel === 'silent' ? undefined : logger.child({}, { level: 'info' }));
+  const audit = new Audit(config.logLevel === 'silent' ? undefined : destination);
   if (state.meta === undefined) await firstStart(config, pool, committer, logger, audit);
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });

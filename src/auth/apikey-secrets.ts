@@ -11,9 +11,10 @@
 // derivation coexist. keyId and nonce cannot contain NUL, so the encoding is unambiguous.
 
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { dirname } from 'node:path';
 import { apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin } from '../config/limits.js';
+import { KeyedHash } from './keyed-hash.js';
 
 const derivationLabel = 'authd-apikey-v1\0';
 const hmacSha256Bytes = 32;
@@ -25,11 +26,11 @@ const secretChars = Math.ceil((apikeySecretBytes * 4) / 3);
 const serverKeyBytesNew = 32;
 
 export class ApiKeySecrets {
-  /** A KeyObject, not a Buffer: util.inspect and JSON never show its bytes. */
-  private readonly serverKey: KeyObject;
+  /** The server key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
+  private readonly serverKey: KeyedHash;
 
   private constructor(serverKey: Buffer) {
-    this.serverKey = createSecretKey(serverKey);
+    this.serverKey = new KeyedHash(serverKey);
     serverKey.fill(0);
   }
 
@@ -69,7 +70,7 @@ export class ApiKeySecrets {
 
   private derive(keyId: string, nonce: string): Buffer {
     if (keyId.includes('\0') || nonce.includes('\0')) throw new TypeError('API key id and nonce must not contain NUL');
-    return createHmac('sha256', this.serverKey).update(`${derivationLabel}${keyId}\0${nonce}`, 'utf8').digest();
+    return this.serverKey.mac(`${derivationLabel}${keyId}\0${nonce}`);
   }
 }
 

@@ -64,6 +64,7 @@ export type Admission =
  */
 export function addressKey(raw: string): string {
   const text = raw.trim().toLowerCase().slice(0, bruteForceKeyCharsMax);
+  if (!text.includes(':')) return text; // IPv4, or not an IP address at all: the common case, without the IPv6 parser
   const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
   if (unbracketed.startsWith('::ffff:') && isIPv4(unbracketed.slice(7))) return unbracketed.slice(7);
   if (!isIPv6(unbracketed)) return text;
@@ -151,8 +152,12 @@ export class BruteForceLimiter {
   succeeded(ticket: Ticket): void {
     if (!this.settle(ticket)) return;
     ticket.pair.failures = 0;
+    const now = this.now();
+    const until = this.trustedPairs.get(ticket.pairKey);
+    // Like counter(): a busy pair's exemption is renewed (and moved last in the Map) at most once per bruteForceCounterTouchMs.
+    if (until !== undefined && until - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
     this.trustedPairs.delete(ticket.pairKey);
-    this.trustedPairs.set(ticket.pairKey, this.now() + bruteForceTrustedPairTtlMs);
+    this.trustedPairs.set(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
     this.evictOldest(this.trustedPairs, bruteForceTrustedPairsMax, () => true);
   }
 
@@ -177,10 +182,12 @@ export class BruteForceLimiter {
     ticket.address.inFlight--;
     ticket.pair.inFlight--;
     // After the failure (if any) is counted: the waiters then see the slot, or the lockout.
-    queueMicrotask(() => {
-      this.wake(ticket.account);
-      this.wake(ticket.address);
-    });
+    if ((ticket.account.waiters?.length ?? 0) + (ticket.address.waiters?.length ?? 0) > 0) {
+      queueMicrotask(() => {
+        this.wake(ticket.account);
+        this.wake(ticket.address);
+      });
+    }
     return true;
   }
 

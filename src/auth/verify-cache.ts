@@ -6,8 +6,9 @@
 // users are immutable values, so any change (password, status, memberships) makes a new object and the
 // entry stops matching at once, with no invalidation call to forget.
 
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { verifyCacheKeyBytes } from '../config/limits.js';
+import { KeyedHash } from './keyed-hash.js';
 
 interface Entry {
   readonly version: unknown;
@@ -19,8 +20,8 @@ export class VerifyCache {
   private readonly ttlMs: number;
   private readonly entriesMax: number;
   private readonly now: () => number;
-  /** A KeyObject, not a Buffer: util.inspect and JSON never show its bytes. */
-  private readonly key: KeyObject = createSecretKey(randomBytes(verifyCacheKeyBytes));
+  /** The key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
+  private readonly keyed = newKeyedHash();
   /** Insertion order is age order: remember() re-inserts, so the first key is always the oldest. */
   private readonly entries = new Map<string, Entry>();
 
@@ -73,6 +74,13 @@ export class VerifyCache {
   }
 
   private mac(secret: string): Buffer {
-    return createHmac('sha256', this.key).update(secret, 'utf8').digest();
+    return this.keyed.mac(secret);
   }
+}
+
+function newKeyedHash(): KeyedHash {
+  const key = randomBytes(verifyCacheKeyBytes);
+  const keyed = new KeyedHash(key);
+  key.fill(0);
+  return keyed;
 }

@@ -114,6 +114,32 @@ const streamChunksPerTurn = 16;
 interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
 interface RequestMeta { readonly method: string; readonly path: string; readonly startedAt: bigint }
 
+/**
+ * A request copied out of uWS before the handler runs. The peer address is asked for only when read
+ * (uWS answers it with a getpeername call, a syscall that /health and other public routes do not need)
+ * and kept from then on; read it before the first await, as the pipeline does, and it is there after.
+ */
+class CapturedRequest implements HttpRequest {
+  body: Buffer | undefined = undefined;
+  #address: string | undefined;
+  readonly #res: Uws.HttpResponse;
+  readonly #state: RequestState;
+
+  constructor(
+    readonly method: string, readonly path: string, readonly query: string, readonly authorization: string,
+    readonly contentType: string, readonly startedAt: bigint, res: Uws.HttpResponse, state: RequestState,
+  ) {
+    this.#res = res;
+    this.#state = state;
+  }
+
+  get remoteAddress(): string {
+    // Once answered or aborted, res must not be touched again.
+    this.#address ??= this.#state.done ? '' : remoteAddressOf(this.#res);
+    return this.#address;
+  }
+}
+
 export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   const { uws, native } = loadUws(opts.allowSlowFallback);
   const app = uws.App();
@@ -204,13 +230,11 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   app.any('/*', (res, req) => {
     const startedAt = process.hrtime.bigint();
     const method = req.getMethod();
-    const meta = {
-      method: method.toUpperCase(), path: req.getUrl(), query: queryOf(req),
-      authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'),
-      remoteAddress: remoteAddressOf(res), startedAt,
-    };
-    const contentLength = req.getHeader('content-length');
     const state: RequestState = { aborted: false, done: false, streaming: false };
+    const request = new CapturedRequest(
+      method.toUpperCase(), req.getUrl(), queryOf(req), req.getHeader('authorization'), req.getHeader('content-type'), startedAt, res, state,
+    );
+    const contentLength = req.getHeader('content-length');
     inFlight++;
     res.onAborted(() => {
       state.aborted = true;
@@ -218,32 +242,33 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     });
 
     if (!methodsWithBody.has(method)) {
-      dispatch(res, state, { ...meta, body: undefined });
+      dispatch(res, state, request);
       return;
     }
     // Bounded while streaming: refuse on the declared length, then re-check the running length per chunk.
     if (contentLength !== '' && Number(contentLength) > opts.bodyBytesMax) {
-      finish(res, state, meta, opts.earlyReply('payload_too_large'));
+      finish(res, state, request, opts.earlyReply('payload_too_large'));
       return;
     }
     const chunks: Buffer[] = [];
     let received = 0;
     const timer = setTimeout(() => {
-      finish(res, state, meta, opts.earlyReply('request_timeout'));
+      finish(res, state, request, opts.earlyReply('request_timeout'));
     }, opts.bodyReceiveTimeoutMs);
     res.onData((chunk, isLast) => {
       if (state.done) return;
       received += chunk.byteLength;
       if (received > opts.bodyBytesMax) {
         clearTimeout(timer);
-        finish(res, state, meta, opts.earlyReply('payload_too_large'));
+        finish(res, state, request, opts.earlyReply('payload_too_large'));
         return;
       }
       // uWS neuters the ArrayBuffer after this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) {
         clearTimeout(timer);
-        dispatch(res, state, { ...meta, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received) });
+        request.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
+        dispatch(res, state, request);
       }
     });
   });

@@ -100,7 +100,7 @@ export class InProcessApp {
       const passwordHash = await pool.hashPassword(appAdminPassword);
       await committer.commit((s, ctx) => bootstrap(s, { email: appAdminEmail, passwordHash }, ctx));
     }
-    const audit = new Audit(opts.audit === undefined ? undefined : { info: (obj) => opts.audit!(fromLine(obj)) });
+    const audit = new Audit(opts.audit === undefined ? undefined : { write: (line) => opts.audit!(fromLine(JSON.parse(line) as object)) });
     const limiter = new BruteForceLimiter(opts.limits ?? relaxedLimits);
     const cache = new VerifyCache({ ttlMs: 60_000, entriesMax: 1000 });
     const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });

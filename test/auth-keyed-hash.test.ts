@@ -1,0 +1,34 @@
+// Pins KeyedHash to RFC 2104 HMAC-SHA256 as node:crypto computes it, for every key length and message the service can give it, and shows it keeps neither key nor message in view.
+
+import assert from 'node:assert/strict';
+import { createHmac, randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { inspect } from 'node:util';
+import { KeyedHash } from '../src/auth/keyed-hash.js';
+import { keyedHashMessageBytesMax } from '../src/config/limits.js';
+
+const messages = [
+  '', 'a', 'admin-pass-123', 'pässwörd ✓ 🔑', '\u0000inner\u0000nul', 'x'.repeat(63), 'y'.repeat(64), 'z'.repeat(65),
+  'é'.repeat(keyedHashMessageBytesMax / 2), 'é'.repeat(keyedHashMessageBytesMax / 2 + 1), 'w'.repeat(keyedHashMessageBytesMax + 10), 'short after long',
+];
+
+test('equals createHmac for keys shorter than, equal to and longer than the block, message after message', () => {
+  for (const keyBytes of [1, 16, 32, 64, 65, 200]) {
+    const key = randomBytes(keyBytes);
+    const keyed = new KeyedHash(key);
+    for (const message of messages) {
+      assert.deepEqual(keyed.mac(message), createHmac('sha256', key).update(message, 'utf8').digest(), `key ${keyBytes} B, message of ${message.length} chars`);
+    }
+  }
+});
+
+test('the key can be wiped after construction, and neither it nor the last message shows in inspect or JSON', () => {
+  const key = Buffer.from('k'.repeat(32));
+  const expected = createHmac('sha256', key).update('hunter2-secret').digest();
+  const keyed = new KeyedHash(key);
+  key.fill(0);
+  assert.deepEqual(keyed.mac('hunter2-secret'), expected);
+  const shown = `${inspect(keyed, { showHidden: true, depth: 5 })}${JSON.stringify(keyed)}`;
+  assert.ok(!shown.includes('hunter2'), 'the message is not visible');
+  assert.ok(!shown.includes('kkkk') && !shown.includes('6b6b6b'), 'the key is not visible');
+});
