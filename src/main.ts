@@ -148,10 +148,13 @@ async function main(): Promise<void> {
   handle = createPipeline(routes, {
     realm: config.realm,
     audit: (entry) => audit.record(entry),
-    caller: async (username, password, address) => {
-      const caller = await authenticator.caller(username, password, address);
-      metrics.callerChecked(caller !== undefined);
-      return caller;
+    caller: (username, password, address) => {
+      const caller = authenticator.caller(username, password, address);
+      if (!(caller instanceof Promise)) {
+        metrics.callerChecked(caller !== undefined);
+        return caller;
+      }
+      return caller.then((c) => { metrics.callerChecked(c !== undefined); return c; });
     },
     onUnexpected: (err, req) => {
       // A failed write was cut back (from the log and from memory): refuse this change, keep serving.

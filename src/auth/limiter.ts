@@ -106,13 +106,14 @@ export class BruteForceLimiter {
    * Like admit(), but an attempt that finds its account or address at capacity (as many attempts in
    * flight as it has failures left before its next lockout) waits for a slot: a success frees one at
    * once, a failure uses one up. So concurrent right passwords all get through, one slot after
-   * another, while concurrent wrong ones still evaluate no more than the allowance.
+   * another, while concurrent wrong ones still evaluate no more than the allowance. Answered at once
+   * (no promise) unless the attempt has to wait.
    */
-  acquire(accountName: string, rawAddress: string): Promise<Admission> {
+  acquire(accountName: string, rawAddress: string): Admission | Promise<Admission> {
     const decision = this.decide(accountName, rawAddress);
-    if (!('busy' in decision)) return Promise.resolve(decision);
+    if (!('busy' in decision)) return decision;
     const waiters = decision.busy.waiters ??= [];
-    if (waiters.length >= bruteForceWaitersMax) return Promise.resolve({ admitted: false, delayMs: decision.delayMs, lockedBy: decision.lockedBy });
+    if (waiters.length >= bruteForceWaitersMax) return { admitted: false, delayMs: decision.delayMs, lockedBy: decision.lockedBy };
     return new Promise((resolve) => waiters.push({ accountName, rawAddress, resolve }));
   }
 

@@ -59,8 +59,11 @@ export interface RouteSpec {
 
 export interface PipelineDeps {
   readonly realm: string;
-  /** Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter. */
-  caller(username: string, password: string, address: string): Promise<User | undefined>;
+  /**
+   * Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter.
+   * A promise only when the answer has to wait (an argon2 verification, a tarpit).
+   */
+  caller(username: string, password: string, address: string): User | undefined | Promise<User | undefined>;
   /** Told one entry per mutation (every request but GETs and routes marked `mutation: false`) and per refused credential format. */
   audit?(entry: AuditEntry): void;
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
@@ -149,34 +152,57 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     deps.audit?.({ action: key, caller: caller.id, targets, outcome, address: req.remoteAddress });
   };
 
-  const run = async (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string): Promise<Reply> => {
-    let caller: User | undefined;
-    const audited = deps.audit !== undefined && route.method !== 'GET' && route.mutation !== false;
+  /** The reply to a request whose handler failed (or whose caller was refused), audited when it was a mutation. */
+  const failed = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined, err: unknown): Reply => {
+    const reply = fail(req, err);
+    if (isAudited(route) && caller !== undefined) auditMutation(req, key, params, caller, err instanceof DomainError ? err.code : reply.status === 503 ? 'unavailable' : 'error');
+    return { ...reply, route: key };
+  };
+
+  const isAudited = (route: RouteSpec): boolean => deps.audit !== undefined && route.method !== 'GET' && route.mutation !== false;
+
+  const respond = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined, out: RouteResult): Reply => {
+    if (isAudited(route) && caller !== undefined) auditMutation(req, key, params, caller, 'success', out.list === undefined ? out.result : undefined);
+    if (out.list !== undefined) {
+      return {
+        status: out.status ?? 200, headers: out.headers,
+        body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req), route: key,
+      };
+    }
+    if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: out.headers, contentType: out.contentType, route: key };
+    return { status: out.status ?? 200, body: envelope(req, out.result), headers: out.headers, route: key };
+  };
+
+  /** Once the caller is known: the handler's reply, at once when the handler answers at once. */
+  const handle = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined): Reply | Promise<Reply> => {
     try {
-      if (route.public !== true) {
-        const credentials = parseBasicAuth(req.authorization === '' ? undefined : req.authorization);
-        if (credentials === null) {
-          const reason = req.authorization === '' ? 'no_credentials' : 'malformed_credentials';
-          deps.audit?.({ action: 'caller.authenticate', caller: null, targets: {}, outcome: 'failure', reason, address: req.remoteAddress });
-        }
-        caller = credentials === null ? undefined : await deps.caller(credentials.username, credentials.password, req.remoteAddress);
-        if (caller === undefined) throw new DomainError('unauthorized');
-      }
+      if (route.public !== true && caller === undefined) throw new DomainError('unauthorized');
       const body = parseBody(req);
-      const out = await route.handler({ params, query: req.query, body, caller, req });
-      if (audited && caller !== undefined) auditMutation(req, key, params, caller, 'success', out.list === undefined ? out.result : undefined);
-      if (out.list !== undefined) {
-        return {
-          status: out.status ?? 200, headers: out.headers,
-          body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req), route: key,
-        };
-      }
-      if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: out.headers, contentType: out.contentType, route: key };
-      return { status: out.status ?? 200, body: envelope(req, out.result), headers: out.headers, route: key };
+      const out = route.handler({ params, query: req.query, body, caller, req });
+      return out instanceof Promise
+        ? out.then((o) => respond(req, route, params, key, caller, o), (err: unknown) => failed(req, route, params, key, caller, err))
+        : respond(req, route, params, key, caller, out);
     } catch (err) {
-      const reply = fail(req, err);
-      if (audited && caller !== undefined) auditMutation(req, key, params, caller, err instanceof DomainError ? err.code : reply.status === 503 ? 'unavailable' : 'error');
-      return { ...reply, route: key };
+      return failed(req, route, params, key, caller, err);
+    }
+  };
+
+  /** Routing done: the caller check, then the handler. No promise on the way unless something has to wait. */
+  const run = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string): Reply | Promise<Reply> => {
+    if (route.public === true) return handle(req, route, params, key, undefined);
+    try {
+      const credentials = parseBasicAuth(req.authorization === '' ? undefined : req.authorization);
+      if (credentials === null) {
+        const reason = req.authorization === '' ? 'no_credentials' : 'malformed_credentials';
+        deps.audit?.({ action: 'caller.authenticate', caller: null, targets: {}, outcome: 'failure', reason, address: req.remoteAddress });
+        return handle(req, route, params, key, undefined);
+      }
+      const caller = deps.caller(credentials.username, credentials.password, req.remoteAddress);
+      return caller instanceof Promise
+        ? caller.then((c) => handle(req, route, params, key, c), (err: unknown) => failed(req, route, params, key, undefined, err))
+        : handle(req, route, params, key, caller);
+    } catch (err) {
+      return failed(req, route, params, key, undefined, err);
     }
   };
 

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
 import type { HashPool, Argon2Params } from '../auth/hash-pool.js';
 import { needsRehash } from '../auth/hash-pool.js';
-import { BruteForceLimiter } from '../auth/limiter.js';
+import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../store/ids.js';
@@ -27,6 +27,12 @@ export interface AttemptContext {
   readonly peer?: string;
   /** The authenticated caller on whose behalf (POST /authenticate). */
   readonly caller?: string;
+}
+
+/** A password check: the User it belongs to (else undefined), and whether the verify cache answered. */
+interface Verified {
+  readonly user: User | undefined;
+  readonly cached: boolean;
 }
 
 /** What a credential check found, before the Application's rules are applied. */
@@ -69,14 +75,19 @@ export class Authenticator {
   /**
    * The User whose password this is, or undefined. Unknown usernames cost the same hashing work as known ones,
    * so the answer's timing does not tell which usernames exist. No limiter here: callers go through check().
+   * Answered at once (no promise) when the verify cache knows the password.
    */
-  async verifyPassword(username: string, password: string): Promise<{ user: User | undefined; cached: boolean }> {
+  verifyPassword(username: string, password: string): Verified | Promise<Verified> {
     const user = this.state.userByEmail(username);
+    if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
+    return this.verifyPasswordSlowly(user, username, password);
+  }
+
+  private async verifyPasswordSlowly(user: User | undefined, username: string, password: string): Promise<Verified> {
     if (user === undefined) {
       await this.timed(this.once(`${this.cache.fingerprint(password)}\u0000unknown\u0000${username.toLowerCase()}`, () => this.pool.verifyDummy(password)));
       return { user: undefined, cached: false };
     }
-    if (this.cache.check(user.id, user, password)) return { user, cached: true };
     const ok = await this.timed(this.once(`${this.cache.fingerprint(password)}\u0000${user.passwordHash}`, () => this.pool.verifyPassword(password, user.passwordHash)));
     if (!ok) return { user: undefined, cached: false };
     // The User may have changed while a worker hashed: judge the current one, and only if its password is the one checked.
@@ -118,10 +129,16 @@ export class Authenticator {
   }
 
   /** A caller of the admin API: a User of the base Application, not DISABLED, by password or by ENABLED API Key. */
-  async caller(username: string, password: string, address = ''): Promise<User | undefined> {
+  caller(username: string, password: string, address = ''): User | undefined | Promise<User | undefined> {
     const type: CredentialType = username.includes('@') ? 'username' : 'apikey';
+    const checked = this.checkAudited(type, username, password, { address }, 'caller.authenticate');
+    return checked instanceof Promise
+      ? checked.then((c) => this.callerOutcome(type, username, address, c))
+      : this.callerOutcome(type, username, address, checked);
+  }
+
+  private callerOutcome(type: CredentialType, username: string, address: string, checked: Checked): User | undefined {
     const base = this.state.meta?.baseApplication;
-    const checked = await this.checkAudited(type, username, password, { address }, 'caller.authenticate');
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, base === undefined ? undefined : this.state.application(base));
     const user = why === undefined ? checked.user : undefined;
     // An admin's repeated requests ride the verify cache like a session: audited when the password was
@@ -135,10 +152,16 @@ export class Authenticator {
   }
 
   /** POST /authenticate: the User, or undefined for every kind of failure alike. */
-  async authenticate(
+  authenticate(
     applicationId: string, type: CredentialType, username: string, password: string, context: AttemptContext = { address: '' },
-  ): Promise<User | undefined> {
-    const checked = await this.checkAudited(type, username, password, context, 'authenticate', applicationId);
+  ): User | undefined | Promise<User | undefined> {
+    const checked = this.checkAudited(type, username, password, context, 'authenticate', applicationId);
+    return checked instanceof Promise
+      ? checked.then((c) => this.authenticateOutcome(applicationId, type, username, context, c))
+      : this.authenticateOutcome(applicationId, type, username, context, checked);
+  }
+
+  private authenticateOutcome(applicationId: string, type: CredentialType, username: string, context: AttemptContext, checked: Checked): User | undefined {
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, this.state.application(applicationId));
     const user = why === undefined ? checked.user : undefined;
     const targets: Record<string, string> = { application: applicationId, ...targetsOf(type, username, checked.userId) };
@@ -150,44 +173,63 @@ export class Authenticator {
   }
 
   /** check(), with an audit line when it throws (the hash queue was full: the caller answers 503). */
-  private async checkAudited(
+  private checkAudited(
     type: CredentialType, username: string, password: string, context: AttemptContext, action: string, applicationId?: string,
-  ): Promise<Checked> {
-    try {
-      return await this.check(type, username, password, context.address);
-    } catch (err) {
+  ): Checked | Promise<Checked> {
+    const audited = (err: unknown): never => {
       const targets: Record<string, string> = { ...(applicationId === undefined ? {} : { application: applicationId }), ...targetsOf(type, username, undefined) };
       this.guard.audit.record({
         action, caller: context.caller ?? null, targets, outcome: (err as { name?: string }).name === 'OverloadedError' ? 'overloaded' : 'error',
         address: context.address, peer: context.peer,
       });
       throw err;
+    };
+    try {
+      const checked = this.check(type, username, password, context.address);
+      return checked instanceof Promise ? checked.catch(audited) : checked;
+    } catch (err) {
+      return audited(err);
     }
   }
 
   /**
    * The limiter decides before anything is evaluated. A locked-out attempt is answered like a wrong
    * credential and about as late (a running mean of argon2 checks), without spending a hash on it.
+   * Answered at once (no promise) when nothing has to wait: an API Key, or a password the cache knows.
    */
-  private async check(type: CredentialType, username: string, password: string, address: string): Promise<Checked> {
-    const admission = await this.guard.limiter.acquire(type === 'username' ? `u:${username}` : `k:${username}`, address);
+  private check(type: CredentialType, username: string, password: string, address: string): Checked | Promise<Checked> {
+    const admission = this.guard.limiter.acquire(type === 'username' ? `u:${username}` : `k:${username}`, address);
+    return admission instanceof Promise
+      ? admission.then((a) => this.admitted(type, username, password, a))
+      : this.admitted(type, username, password, admission);
+  }
+
+  private admitted(type: CredentialType, username: string, password: string, admission: Admission): Checked | Promise<Checked> {
     const userId = type === 'username' ? this.state.userByEmail(username)?.id : (isApikeyId(username) ? this.state.userByApikey(username)?.id : undefined);
     if (!admission.admitted) {
       const delayMs = Math.max(admission.delayMs, type === 'username' ? this.typicalVerifyMs : 0);
-      if (delayMs > 0) await sleep(delayMs);
-      return { user: undefined, outcome: 'locked', reason: `locked_${admission.lockedBy}`, userId };
+      const locked: Checked = { user: undefined, outcome: 'locked', reason: `locked_${admission.lockedBy}`, userId };
+      return delayMs > 0 ? sleep(delayMs).then(() => locked) : locked;
     }
     const { ticket } = admission;
+    if (admission.delayMs > 0) {
+      return sleep(admission.delayMs).then(() => this.evaluate(type, username, password, ticket, userId));
+    }
+    return this.evaluate(type, username, password, ticket, userId);
+  }
+
+  /** Checks the credential of an admitted attempt and settles its ticket exactly once, whatever happens. */
+  private evaluate(type: CredentialType, username: string, password: string, ticket: Ticket, userId: string | undefined): Checked | Promise<Checked> {
+    const release = (err: unknown): never => {
+      this.guard.limiter.released(ticket);
+      throw err;
+    };
     try {
-      if (admission.delayMs > 0) await sleep(admission.delayMs);
       if (type === 'username') {
-        const { user, cached } = await this.verifyPassword(username, password);
-        if (user === undefined) {
-          this.guard.limiter.failed(ticket);
-          return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
-        }
-        this.guard.limiter.succeeded(ticket);
-        return { user, outcome: 'success', userId: user.id, cached };
+        const verified = this.verifyPassword(username, password);
+        return verified instanceof Promise
+          ? verified.then((v) => this.settlePassword(ticket, userId, v), release)
+          : this.settlePassword(ticket, userId, verified);
       }
       const found = this.verifyApikey(username, password);
       if (found === undefined) {
@@ -199,9 +241,17 @@ export class Authenticator {
       if (found.key.status !== 'ENABLED') return { user: undefined, outcome: 'failure', reason: 'key_disabled', userId: found.user.id };
       return { user: found.user, outcome: 'success', userId: found.user.id };
     } catch (err) {
-      this.guard.limiter.released(ticket);
-      throw err;
+      return release(err);
     }
+  }
+
+  private settlePassword(ticket: Ticket, userId: string | undefined, { user, cached }: Verified): Checked {
+    if (user === undefined) {
+      this.guard.limiter.failed(ticket);
+      return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
+    }
+    this.guard.limiter.succeeded(ticket);
+    return { user, outcome: 'success', userId: user.id, cached };
   }
 
   private async timed<T>(work: Promise<T>): Promise<T> {

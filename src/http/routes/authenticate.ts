@@ -1,7 +1,8 @@
 // POST /authenticate and GET /health.
 
 import { authenticate } from '../bodies.js';
-import type { RouteSpec } from '../pipeline.js';
+import type { User } from '../../domain/entities.js';
+import type { RouteResult, RouteSpec } from '../pipeline.js';
 import type { RouteDeps } from './context.js';
 
 const notAuthenticated = '{"authenticated":false}';
@@ -15,19 +16,22 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
     {
       // Changes nothing; the Authenticator writes its audit line (with the end user's outcome).
       method: 'POST', pattern: '/authenticate', mutation: false,
-      handler: async ({ body, req, caller }) => {
+      handler: ({ body, req, caller }) => {
         const input = authenticate.parse(body, 'body');
         const credential = input.credential!;
         // The end user's address, as the calling application saw it, counts for the brute-force limiter.
         const address = input.ip_address ?? req.remoteAddress;
-        const user = await authenticator.authenticate(
-          input.application!, input.type!, credential.username!, credential.password!,
+        const type = input.type!;
+        const answer = (user: User | undefined): RouteResult => {
+          metrics.authenticated(type, user !== undefined);
+          // Every failure looks the same: no hint of which check refused.
+          return { result: user === undefined ? notAuthenticated : `{"authenticated":true,"user":${renderer.userFull(user)}}` };
+        };
+        const user = authenticator.authenticate(
+          input.application!, type, credential.username!, credential.password!,
           { address, peer: req.remoteAddress, caller: caller?.id },
         );
-        metrics.authenticated(input.type!, user !== undefined);
-        // Every failure looks the same: no hint of which check refused.
-        if (user === undefined) return { result: notAuthenticated };
-        return { result: `{"authenticated":true,"user":${renderer.userFull(user)}}` };
+        return user instanceof Promise ? user.then(answer) : answer(user);
       },
     },
   ];
