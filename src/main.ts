@@ -21,7 +21,7 @@ import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
-import { Audit, logSafe, type AuditSink } from './service/audit.js';
+import { Audit, batchingSink, logSafe, type AuditSink } from './service/audit.js';
 import { Authenticator } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { MicrosClock } from './store/clock.js';
@@ -107,7 +107,8 @@ async function main(): Promise<void> {
     newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce(),
   });
   // Audit lines are written at info whatever LOG_LEVEL says (only `silent` turns them off): the trail is not verbosity.
-  const audit = new Audit(config.logLevel === 'silent' ? undefined : destination);
+  const auditLines = batchingSink(destination);
+  const audit = new Audit(config.logLevel === 'silent' ? undefined : auditLines);
   if (state.meta === undefined) await firstStart(config, pool, committer, logger, audit);
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
   const metrics = new Metrics({
     counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, persistence,
   });
+  const requestLogOn = logger.isLevelEnabled('info');
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
   const server: RunningServer = await startServer({
     host: config.host, port: config.port, bodyBytesMax: config.bodyBytesMax, bodyReceiveTimeoutMs,
@@ -135,9 +137,10 @@ async function main(): Promise<void> {
     handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
     onFinished: (req, status, ms, route) => {
       metrics.requestFinished(route, status, ms);
-      logger.info({ method: req.method, path: logSafe(req.path.slice(0, 512)), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
+      // Checked first: the line's object would be built (and thrown away) on every request at LOG_LEVEL=warn.
+      if (requestLogOn) logger.info({ method: req.method, path: logSafe(req.path.slice(0, 512)), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
     },
-    earlyReply: (kind) => errorReply({ startedAt: process.hrtime.bigint() } as HttpRequest, kind),
+    earlyReply: (kind) => errorReply({ startedAt: performance.now() } as HttpRequest, kind),
   });
   if (!server.native) logger.warn('running on the slow pure-JS uWebSockets.js fallback (ALLOW_UWS_FALLBACK)');
 
@@ -176,6 +179,7 @@ async function main(): Promise<void> {
     await server.close(shutdownGraceMs);
     await persistence.close();
     await pool.close();
+    auditLines.flush();
     logger.info('stopped cleanly');
     logger.flush();
     setTimeout(() => process.exit(0), 50);

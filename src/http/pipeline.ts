@@ -71,7 +71,7 @@ export interface PipelineDeps {
 }
 
 function elapsedSeconds(req: HttpRequest): string {
-  return (Number(process.hrtime.bigint() - req.startedAt) / 1e9).toFixed(6);
+  return ((performance.now() - req.startedAt) / 1000).toFixed(6);
 }
 
 export function envelope(req: HttpRequest, resultJson: string): string {

@@ -142,7 +142,7 @@ export class InProcessApp {
     }
     const req: HttpRequest = {
       method, path, query: opts.query ?? '', authorization, contentType, remoteAddress: opts.remoteAddress ?? '127.0.0.1',
-      body, startedAt: process.hrtime.bigint(),
+      body, startedAt: performance.now(),
     } as HttpRequest;
     let reply: Reply;
     try {
