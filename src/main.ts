@@ -127,7 +127,7 @@ async function main(): Promise<void> {
   persistence.setFailureListener(exitOnStorageFailure);
 
   const metrics = new Metrics({
-    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, persistence,
+    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, searchIndexBuilding: () => state.search.building, persistence,
   });
   const requestLogOn = logger.isLevelEnabled('info');
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;

@@ -91,7 +91,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** JSON media types: application/json, with parameters, or any +json suffix. A missing Content-Type is taken as JSON. */
 function isJsonContentType(value: string): boolean {
-  if (value === '') return true;
+  if (value === '' || value === 'application/json') return true;
   const media = value.split(';', 1)[0]!.trim().toLowerCase();
   return media === 'application/json' || (media.startsWith('application/') && media.endsWith('+json'));
 }
