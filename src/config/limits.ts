@@ -147,6 +147,8 @@ export const apikeyServerKeyBytesMin = 32;
 export const apikeyNonceBytes = 16;
 /** Per-process key of the verified-credential cache's HMAC. */
 export const verifyCacheKeyBytes = 32;
+/** Random bytes fetched at once for new ids (src/store/ids.ts): ids are public, so a pool of them in memory gives nothing away. */
+export const randomPoolBytes = 4096;
 /** Longest message the keyed hash handles in its reused buffer (a Basic password is at most the header); longer ones take a fresh buffer. */
 export const keyedHashMessageBytesMax = authorizationHeaderBytesMax;
 /** Hash workers that die this many times in a row before they finish loading mean they cannot start

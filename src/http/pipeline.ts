@@ -117,16 +117,13 @@ export function routeKey(route: { readonly method: string; readonly pattern: str
   return `${route.method} ${route.pattern}`;
 }
 
+/** The renderer writes an entity's id first: `{"<kind>":{"id":"<id>",...`. */
+const createdPrefix = /^\{"([a-z_]+)":\{"id":"([0-9A-Za-z]+)"/;
+
 /** `{"<kind>":{"id":...}}` of a create's result, as `{ <kind>: id }`; nothing for any other shape. */
 function createdId(result: string): Record<string, string> {
-  try {
-    const parsed = JSON.parse(result) as Record<string, unknown>;
-    const [kind, value] = Object.entries(parsed)[0] ?? [];
-    const id = (value as { id?: unknown } | undefined)?.id;
-    return kind !== undefined && typeof id === 'string' ? { [kind]: id } : {};
-  } catch {
-    return {};
-  }
+  const m = createdPrefix.exec(result);
+  return m === null ? {} : { [m[1]!]: m[2]! };
 }
 
 export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps): (req: HttpRequest) => Promise<Reply> | Reply {
