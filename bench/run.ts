@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--connections N] [--users N] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I, prints one table, writes bench/results/latest.json.
+// `npm run bench [-- --quick] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I, prints one table, writes bench/results/latest.json.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
@@ -44,10 +44,12 @@ interface RunArgs {
   users: number;
   workDir: string;
   keep: boolean;
+  /** --only: the scenario ids to run (G included only if listed); empty for all. A partial run does not replace latest.json. */
+  only: string[];
 }
 
 function parseArgs(argv: readonly string[]): RunArgs {
-  const args: RunArgs = { quick: false, connections: connectionsDefault, users: 0, workDir: tmpdir(), keep: false };
+  const args: RunArgs = { quick: false, connections: connectionsDefault, users: 0, workDir: tmpdir(), keep: false, only: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.indexOf('=');
@@ -60,7 +62,8 @@ function parseArgs(argv: readonly string[]): RunArgs {
       case '--connections': args.connections = Number(value); break;
       case '--users': args.users = Number(value.replace(/_/g, '')); break;
       case '--work-dir': args.workDir = value; break;
-      default: throw new Error(`unknown argument ${arg}; usage: npm run bench -- [--quick] [--connections N] [--users N] [--work-dir DIR] [--keep]`);
+      case '--only': args.only = value.split(',').map((id) => id.trim().toUpperCase()).filter((id) => id !== ''); break;
+      default: throw new Error(`unknown argument ${arg}; usage: npm run bench -- [--quick] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`);
     }
   }
   if (args.users === 0) args.users = args.quick ? quickUsers : fullUsers;
@@ -170,13 +173,16 @@ async function main(): Promise<void> {
   const micro = JSON.parse(readFileSync(dirs.microFile, 'utf8')) as MicroReport;
 
   const rows: ScenarioResult[] = [];
-  log('G: start-up');
-  try {
-    rows.push(await startup(dirs, fixtures.users));
-  } catch (err) {
-    rows.push(errorRow('G', 'start-up', err));
+  const wanted = (id: string): boolean => args.only.length === 0 || args.only.includes(id);
+  if (wanted('G')) {
+    log('G: start-up');
+    try {
+      rows.push(await startup(dirs, fixtures.users));
+    } catch (err) {
+      rows.push(errorRow('G', 'start-up', err));
+    }
+    log(`G: ${rows[rows.length - 1]!.verdict}`);
   }
-  log(`G: ${rows[rows.length - 1]!.verdict}`);
 
   log('ceiling: minimal uWebSockets.js server, GET then POST');
   const postBody = auth.apikeyBodies(fixtures, ApiKeySecrets.load({ keyFile: dirs.keyFile }))[0]!;
@@ -205,7 +211,7 @@ async function main(): Promise<void> {
     ['I', 'GET /users', () => data.listAll(ctx)],
     ['C', 'POST /authenticate, username, distinct', () => auth.distinctUsername(ctx)],
   ];
-  for (const [id, name, run] of plan) {
+  for (const [id, name, run] of plan.filter(([id]) => wanted(id))) {
     if (!server.alive) {
       rows.push(errorRow(id, name, new Error(`authd exited earlier (${JSON.stringify(server.exit)}): ${server.output().split('\n').slice(-3).join(' / ')}`)));
       continue;
@@ -259,7 +265,7 @@ async function main(): Promise<void> {
     ceilings: { meanPerSec: ceilingPerSec, runs: ceilingRuns, postBodyBytes: Buffer.byteLength(postBody) },
     scenarios: judged, micro,
   };
-  writeReport(resultsPath, report);
+  if (args.only.length === 0) writeReport(resultsPath, report);
 
   const out = [
     '',
@@ -273,7 +279,7 @@ async function main(): Promise<void> {
     '',
     microTable(micro),
     '',
-    `took ${totalS.toFixed(0)} s; results in ${resultsPath}`,
+    args.only.length === 0 ? `took ${totalS.toFixed(0)} s; results in ${resultsPath}` : `took ${totalS.toFixed(0)} s; a partial run (--only), ${resultsPath} left as it was`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
 }

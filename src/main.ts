@@ -83,6 +83,7 @@ async function main(): Promise<void> {
   loadUws(config.allowUwsFallback);
   const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
+  pool.prepare();
 
   const started = performance.now();
   // Test-only kill points and disk faults (src/persist/fault-injection.ts); undefined, and so absent, unless set.
@@ -127,7 +128,7 @@ async function main(): Promise<void> {
   persistence.setFailureListener(exitOnStorageFailure);
 
   const metrics = new Metrics({
-    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, searchIndexBuilding: () => state.search.building, persistence,
+    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence,
   });
   const requestLogOn = logger.isLevelEnabled('info');
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;

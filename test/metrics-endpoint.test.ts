@@ -108,6 +108,7 @@ test('entity counts, hash queue, log and snapshot figures', async () => {
   };
   for (const [kind, n] of Object.entries(counts)) assert.equal(get(samples, `authd_entities{kind="${kind}"}`), n, `${kind} count`);
   assert.equal(get(samples, 'authd_hash_queue_depth'), 0, 'no hashing in flight between requests');
+  assert.ok(get(samples, 'authd_hash_workers')! >= 1, 'at least one hash worker');
   assert.ok([0, 1].includes(get(samples, 'authd_search_index_building')!), 'the search index gauge is 0 or 1');
   assert.ok(get(samples, 'authd_wal_records_total') > 0);
   assert.ok(get(samples, 'authd_wal_fsyncs_total') > 0, 'FSYNC=always: every write was synced');

@@ -164,7 +164,8 @@ async function argon2ParallelPerSec(workers: number): Promise<number> {
 
 export async function distinctUsername(ctx: ScenarioContext): Promise<ScenarioResult[]> {
   const f = ctx.fixtures;
-  const workers = availableParallelism();
+  // The server's own pool size (HASH_WORKERS, by default one thread fewer than the CPUs), not this machine's CPU count.
+  const workers = (await metric(ctx, 'authd_hash_workers')) ?? availableParallelism();
   const verifyMs = await argon2VerifyMs(f.password);
   const capacity = workers / (verifyMs / 1000);
   const parallelPerSec = await argon2ParallelPerSec(workers);

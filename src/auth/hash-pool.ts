@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { argon2HashBytes, argon2SaltBytes, hashRetryAfterS, hashWorkerStartFailuresMax, passwordBytesMax } from '../config/limits.js';
+import { stacksOff } from '../domain/errors.js';
 import type { HashJob, HashReply, WorkerMessage } from './hash-protocol.js';
 import {
   argon2ParamsProblem,
@@ -23,7 +24,9 @@ export { isArgon2idHash, isBcryptHash, needsRehash, validatePasswordHash } from 
 export class OverloadedError extends Error {
   readonly retryAfterS: number = hashRetryAfterS;
   constructor() {
+    const limit = stacksOff();
     super('password hashing queue is full');
+    Error.stackTraceLimit = limit;
     this.name = 'OverloadedError';
   }
 }
@@ -84,6 +87,11 @@ export class HashPool {
   }
 
   /** Jobs waiting plus jobs running. */
+  /** Worker threads hashing (HASH_WORKERS). */
+  get workers(): number {
+    return this.slots.length;
+  }
+
   get queueDepth(): number {
     return this.waiting.length + this.running;
   }
@@ -119,6 +127,14 @@ export class HashPool {
     // Once made, use the dummy without an await so the job enters the queue in call order, like a real verify.
     await this.verifyArgon2id(password, this.dummyMade ?? (await this.dummyParts()));
     return false;
+  }
+
+  /**
+   * Makes the dummy hash now (in a worker) rather than on the first unknown username: otherwise a burst
+   * at start-up waits for it, passes the queue check meanwhile and is shed only when it is ready.
+   */
+  prepare(): void {
+    this.dummyParts().catch(() => undefined);
   }
 
   /** Terminates the workers; waiting and running jobs reject with HashPoolError. Idempotent. */

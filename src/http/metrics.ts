@@ -19,6 +19,8 @@ export interface MetricsSources {
   counts(): { applications: number; groups: number; organizations: number; users: number };
   readonly lastSeq: number;
   hashQueueDepth(): number;
+  /** Worker threads of the hash pool. */
+  readonly hashWorkers: number;
   /** True while the search index is (re)built in the background and searches scan instead. */
   searchIndexBuilding(): boolean;
   readonly persistence: { readonly stats: PersistenceStats };
@@ -119,6 +121,7 @@ export class Metrics {
       out.push(`${name} ${value}`);
     };
     const { stats } = this.sources.persistence;
+    gauge('authd_hash_workers', 'Worker threads that run argon2id (HASH_WORKERS).', this.sources.hashWorkers);
     gauge('authd_hash_queue_depth', 'Password hashing jobs waiting for or running on a worker.', this.sources.hashQueueDepth());
     gauge('authd_search_index_building', '1 while the search index is being built (searches scan meanwhile), else 0.', this.sources.searchIndexBuilding() ? 1 : 0);
     gauge('authd_wal_records_total', 'Records written to the write-ahead log by this process.', stats.wal.records, 'counter');

@@ -104,7 +104,7 @@ export class InProcessApp {
     const limiter = new BruteForceLimiter(opts.limits ?? relaxedLimits);
     const cache = new VerifyCache({ ttlMs: 60_000, entriesMax: 1000 });
     const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });
-    const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, searchIndexBuilding: () => state.search.building, persistence });
+    const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence });
     const renderer = new Renderer(publicUrl, state);
     const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
     let app: InProcessApp | undefined;
