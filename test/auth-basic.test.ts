@@ -67,6 +67,25 @@ describe('parseBasicAuth', () => {
     assert.deepEqual(parseBasicAuth('Basic YTo/Pz8='), { username: 'a', password: '???' }, 'the standard alphabet parses');
   });
 
+  test('every final character with non-zero unused bits is refused, padded or not; the canonical one parses', () => {
+    // 'a:b' has 3 bytes (4 chars, no spare bits); 'a:bc' leaves 4 spare bits in its 6th char, 'a:bcd' 2 in its 8th.
+    for (const text of ['a:bc', 'a:bcd']) {
+      const canonical = Buffer.from(text).toString('base64').replace(/=+$/, '');
+      const spareBits = canonical.length % 4 === 2 ? 4 : 2;
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+      for (let value = 0; value < 64; value++) {
+        const token = canonical.slice(0, -1) + alphabet[value]!;
+        const clean = (value & ((1 << spareBits) - 1)) === 0;
+        for (const padded of [token, token.padEnd(Math.ceil(token.length / 4) * 4, '=')]) {
+          const parsed = parseBasicAuth(`Basic ${padded}`);
+          if (!clean) assert.equal(parsed, null, padded);
+          else assert.notEqual(parsed, null, padded);
+          if (token === canonical) assert.deepEqual(parsed, { username: 'a', password: text.slice(2) }, padded);
+        }
+      }
+    }
+  });
+
   test('unpadded base64 is accepted', () => {
     assert.deepEqual(parseBasicAuth('Basic dXNlcjpwYXNzd29yZA'), { username: 'user', password: 'password' });
   });

@@ -47,18 +47,25 @@ function decodeStrictBase64(text: string): Uint8Array | null {
     if (text.charCodeAt(dataEnd - 1) === 0x3d) dataEnd--;
   }
   if (dataEnd === 0 || dataEnd % 4 === 1) return null;
+  let last = 0;
   for (let i = 0; i < dataEnd; i++) {
-    const c = text.charCodeAt(i);
-    const ok = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f;
-    if (!ok) return null;
+    last = sextet(text.charCodeAt(i));
+    if (last < 0) return null;
   }
-  const bytes = Buffer.from(text.slice(0, dataEnd), 'base64');
-  // Node drops non-zero trailing bits silently; re-encoding shows whether the text was the canonical one.
-  const again = bytes.toString('base64');
-  let againEnd = again.length;
-  while (againEnd > 0 && again.charCodeAt(againEnd - 1) === 0x3d) againEnd--;
-  if (againEnd !== dataEnd || again.slice(0, againEnd) !== text.slice(0, dataEnd)) return null;
-  return bytes;
+  // Node drops non-zero trailing bits silently; the canonical encoding has them zero: the last
+  // character of 2 (or 3) in a quantum carries 4 (or 2) bits that belong to no byte.
+  if ((dataEnd % 4 === 2 && (last & 0x0f) !== 0) || (dataEnd % 4 === 3 && (last & 0x03) !== 0)) return null;
+  return Buffer.from(text.slice(0, dataEnd), 'base64');
+}
+
+/** The value of a standard base64 character, or -1. */
+function sextet(c: number): number {
+  if (c >= 0x41 && c <= 0x5a) return c - 0x41;
+  if (c >= 0x61 && c <= 0x7a) return c - 0x61 + 26;
+  if (c >= 0x30 && c <= 0x39) return c - 0x30 + 52;
+  if (c === 0x2b) return 62;
+  if (c === 0x2f) return 63;
+  return -1;
 }
 
 function skipSpaces(s: string, i: number): number {

@@ -10,6 +10,7 @@ export interface Route<H> {
 }
 
 interface Compiled<H> {
+  readonly pattern: string;
   readonly segments: readonly string[];
   readonly methods: Map<string, H>;
 }
@@ -27,7 +28,7 @@ export class Router<H> {
   add(route: Route<H>): void {
     let compiled = this.patterns.get(route.pattern);
     if (compiled === undefined) {
-      compiled = { segments: route.pattern.split('/').slice(1), methods: new Map() };
+      compiled = { pattern: route.pattern, segments: route.pattern.split('/').slice(1), methods: new Map() };
       this.patterns.set(route.pattern, compiled);
       if (!route.pattern.includes(':')) {
         this.literal.set(route.pattern, compiled);
@@ -63,7 +64,7 @@ export class Router<H> {
   private pick(compiled: Compiled<H>, method: string, params: Record<string, string>): Match<H> {
     const handler = compiled.methods.get(method);
     if (handler === undefined) return { kind: 'method_not_allowed', allow: [...compiled.methods.keys()].join(', ') };
-    return { kind: 'found', handler, params, pattern: '/' + compiled.segments.join('/') };
+    return { kind: 'found', handler, params, pattern: compiled.pattern };
   }
 }
 
