@@ -1,4 +1,4 @@
-// The trigram search index answers exactly what a linear scan over the same haystacks answers, through updates, deletes and rebuilds.
+// The trigram search index answers exactly what a linear scan over the same haystacks answers, through updates, deletes, partial builds and compactions.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -36,7 +36,7 @@ function checkAgainstScan(index: UserSearchIndex, rand: () => number, seed: numb
   }
 }
 
-test('search equals a linear scan after inserts, updates, deletes and background rebuilds', () => {
+test('search equals a linear scan after inserts, updates, deletes and background builds', () => {
   for (const seed of [1, 2, 3, 4]) {
     const rand = prng(seed);
     const index = new UserSearchIndex();
@@ -61,7 +61,9 @@ test('search equals a linear scan after inserts, updates, deletes and background
           index.remove(id);
         }
       }
-      checkAgainstScan(index, rand, seed); // possibly mid-build: falls back to the scan
+      checkAgainstScan(index, rand, seed); // possibly mid-build or mid-compaction
+      for (let steps = Math.floor(rand() * 20); steps > 0; steps--) index.buildStep(1 + Math.floor(rand() * 9));
+      checkAgainstScan(index, rand, seed); // part indexed, the rest scanned
       buildAll(index);
       assert.equal(index.building, false);
       checkAgainstScan(index, rand, seed);
@@ -79,4 +81,27 @@ test('results come in creation order and stop at the limit', () => {
   index.upsert({ ...user(rand, 'id0'), email: 'zzqq1@x.io' });
   assert.deepEqual(index.search('zzqq', 10), ['id0', 'id1']);
   assert.deepEqual(index.search('zzqq', 10), index.scan('zzqq', 10));
+});
+
+test('stale postings are dropped a step at a time while searches keep using the index', () => {
+  const rand = prng(11);
+  const index = new UserSearchIndex();
+  const ids = Array.from({ length: 200 }, (_, i) => `id${i}`);
+  for (const id of ids) index.upsert(user(rand, id));
+  assert.equal(index.building, false);
+  // Replacing every haystack leaves most postings stale: a compaction starts, with nothing left to index.
+  for (const id of ids) index.upsert({ ...user(rand, id), email: `${id}-moved@elsewhere.example`, name: `renamed ${id}` });
+  for (const id of ids.slice(0, 50)) index.remove(id);
+  assert.equal(index.building, true);
+  let steps = 0;
+  do {
+    steps++;
+    checkAgainstScan(index, rand, 11);
+    for (const term of ['moved', 'renamed id1', 'elsewhere', 'id19']) assert.deepEqual(index.search(term, Infinity), index.scan(term, Infinity), term);
+    // Mutations between steps, behind and ahead of the compaction's position.
+    const id = ids[50 + Math.floor(rand() * 150)]!;
+    index.upsert(user(rand, id));
+  } while (index.buildStep(3));
+  assert.ok(steps > 10, `the compaction took ${steps} steps`);
+  checkAgainstScan(index, rand, 11);
 });

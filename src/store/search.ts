@@ -1,13 +1,13 @@
 // The user search index: a precomputed lowercase haystack per user and a trigram index over them, kept current by State.apply.
 //
-// Users get a dense document number in creation order, so posting lists appended in that order are
-// already sorted and results come out in creation order. Every candidate is verified against its
-// haystack, which makes stale postings (left behind by updates and deletes) and trigram-key
-// collisions harmless: they cost a comparison, never a wrong answer.
+// Users get a dense document number in creation order; each posting list holds doc numbers ascending and
+// distinct, so lists intersect by galloping and results come out in creation order. Every doc in the
+// intersection is verified against its haystack, which makes stale postings (left behind by updates and
+// deletes) and trigram-key collisions harmless: they cost a comparison, never a wrong answer.
 //
-// The trigram postings are derived data, not state: after a restart they are rebuilt a chunk at a time
-// (buildStep, driven from outside the store) while searches fall back to a linear scan, so start-up
-// never waits for them and no single event-loop turn does work proportional to the user count.
+// The trigram postings are derived data, not state: after a restart they are built a chunk at a time
+// (buildStep, driven from outside the store) while searches scan the users not yet indexed, so start-up
+// never waits for them. Stale postings are dropped in place by the same steps, the index answering throughout.
 
 import type { User } from '../domain/entities.js';
 
@@ -53,27 +53,51 @@ function trigramKeys(s: string): Set<number> {
   return keys;
 }
 
+/** Doc numbers ascending and distinct, so lists intersect by galloping and results come out in creation order. */
 class Postings {
   docs = new Int32Array(postingsInitialCapacity);
   length = 0;
-  /** False once a doc was appended out of order (an update added a trigram to an older user). */
-  sorted = true;
-  /** Last doc appended, so indexing one haystack never adds the same doc twice. */
-  lastDoc = -1;
 
-  /** False when doc was the last one added (the same haystack repeats a trigram). */
+  constructor(readonly key: number) {}
+
+  /** False when doc is already listed (a repeated trigram, or a stale posting the doc earns back). */
   add(doc: number): boolean {
-    if (doc === this.lastDoc) return false;
-    if (this.length === this.docs.length) {
-      const grown = new Int32Array(this.docs.length * 2);
+    const n = this.length;
+    let at = n;
+    if (n > 0 && doc <= this.docs[n - 1]!) {
+      // New users and the build append; only an update that gives an older user a trigram inserts
+      // in place, a memmove of at most the list (~0.4 ms for a million docs) instead of a sort at search time.
+      if (doc === this.docs[n - 1]) return false;
+      at = firstAtLeast(this.docs, 0, n, doc);
+      if (this.docs[at] === doc) return false;
+    }
+    if (n === this.docs.length) {
+      const grown = new Int32Array(n * 2);
       grown.set(this.docs);
       this.docs = grown;
     }
-    if (this.length > 0 && doc < this.docs[this.length - 1]!) this.sorted = false;
-    this.docs[this.length++] = doc;
-    this.lastDoc = doc;
+    if (at < n) this.docs.copyWithin(at + 1, at, n);
+    this.docs[at] = doc;
+    this.length = n + 1;
     return true;
   }
+}
+
+/** The first index in [from, end) whose doc is >= target (end if none): exponential probes, then bisection. */
+function firstAtLeast(docs: Int32Array, from: number, end: number, target: number): number {
+  let lo = from;
+  let hi = from;
+  for (let step = 1; hi < end && docs[hi]! < target; step *= 2) {
+    lo = hi + 1;
+    hi += step;
+  }
+  if (hi > end) hi = end;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (docs[mid]! < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** ASCII trigrams (exact 21-bit keys) in a flat array: the build does ~80 lookups per user, a Map costs several times more. */
@@ -82,6 +106,8 @@ const asciiKeys = 1 << 21;
 class PostingTable {
   private readonly ascii: (Postings | undefined)[] = new Array<Postings | undefined>(asciiKeys);
   private readonly other = new Map<number, Postings>();
+  /** Every list in creation order, for the compaction to walk. */
+  readonly lists: Postings[] = [];
 
   get(key: number): Postings | undefined {
     return key < asciiKeys ? this.ascii[key] : this.other.get(key);
@@ -90,9 +116,10 @@ class PostingTable {
   getOrCreate(key: number): Postings {
     let p = this.get(key);
     if (p === undefined) {
-      p = new Postings();
+      p = new Postings(key);
       if (key < asciiKeys) this.ascii[key] = p;
       else this.other.set(key, p);
+      this.lists.push(p);
     }
     return p;
   }
@@ -102,12 +129,15 @@ export class UserSearchIndex {
   private readonly docOf = new Map<string, number>();
   private readonly userOfDoc: (string | undefined)[] = [];
   private readonly haystackOfDoc: (string | undefined)[] = [];
-  private postings = new PostingTable();
-  /** Docs below this are in the postings; the rest are indexed by buildStep. */
+  private readonly postings = new PostingTable();
+  /** Docs below this are in the postings; the rest are indexed by buildStep and scanned meanwhile. */
   private indexedUpTo = 0;
   private postingsCount = 0;
   private stalePostings = 0;
   private deferred = false;
+  /** While stale postings are dropped (buildStep): the next list to compact and the doc to resume it at; -1 when idle. */
+  private compactingList = -1;
+  private compactingFromDoc = 0;
 
   upsert(user: User): void {
     const haystack = searchHaystack(user);
@@ -137,7 +167,7 @@ export class UserSearchIndex {
     this.userOfDoc[doc] = undefined;
     this.haystackOfDoc[doc] = undefined;
     if (doc < this.indexedUpTo && old !== undefined) this.stalePostings += trigramKeys(old).size;
-    this.maybeRebuild();
+    this.maybeCompact();
   }
 
   /** Bulk loading (a snapshot): leave the postings to buildStep, so loading never waits for them. */
@@ -145,54 +175,95 @@ export class UserSearchIndex {
     this.deferred = true;
   }
 
-  /** True while some users are not yet in the trigram postings (searches then scan). */
+  /** True while buildStep has work: users not yet in the postings, or stale postings being dropped. */
   get building(): boolean {
-    return this.indexedUpTo < this.userOfDoc.length;
+    return this.indexedUpTo < this.userOfDoc.length || this.compactingList >= 0;
   }
 
-  /** Index up to `docsMax` more users; returns whether work remains. Called a chunk per event-loop turn. */
+  /**
+   * Index up to `docsMax` more users, or drop the stale postings of about as many; returns whether
+   * work remains. Called a chunk per event-loop turn.
+   */
   buildStep(docsMax: number): boolean {
-    const end = Math.min(this.userOfDoc.length, this.indexedUpTo + docsMax);
-    for (let doc = this.indexedUpTo; doc < end; doc++) {
-      const haystack = this.haystackOfDoc[doc];
-      if (haystack !== undefined) this.indexDoc(doc, haystack, undefined);
+    if (this.indexedUpTo < this.userOfDoc.length) {
+      const end = Math.min(this.userOfDoc.length, this.indexedUpTo + docsMax);
+      for (let doc = this.indexedUpTo; doc < end; doc++) {
+        const haystack = this.haystackOfDoc[doc];
+        if (haystack !== undefined) this.indexDoc(doc, haystack, undefined);
+      }
+      this.indexedUpTo = end;
+      if (end === this.userOfDoc.length) this.deferred = false;
+    } else if (this.compactingList >= 0) {
+      this.compactStep(docsMax * Math.ceil(this.postingsCount / Math.max(1, this.docOf.size)));
     }
-    this.indexedUpTo = end;
-    if (!this.building) this.deferred = false;
     return this.building;
   }
 
-  /** Ids of matching users in creation order, at most `limit`. The term must already be lowercase. */
+  /**
+   * Ids of matching users in creation order, at most `limit`. The term must already be lowercase.
+   * Users not yet in the postings (start-up) are scanned: the scan shrinks as the build advances.
+   */
   search(termLower: string, limit: number): string[] {
-    if (termLower.length === 0 || termLower.includes(fieldSeparator)) return [];
-    if (termLower.length < 3 || this.building) return this.scan(termLower, limit);
-    let best: Postings | undefined;
-    for (const key of trigramKeys(termLower)) {
-      const p = this.postings.get(key);
-      if (p === undefined || p.length === 0) return [];
-      if (best === undefined || p.length < best.length) best = p;
-    }
-    return this.verify(best!, termLower, limit);
+    if (termLower.length < 3) return this.scan(termLower, limit);
+    const out = this.matchIndexed(termLower, limit);
+    return this.scanFrom(this.indexedUpTo, termLower, limit, out);
   }
 
-  /** The same answer by checking every haystack: the fallback, and the baseline the index is measured against. */
+  /** The same answer by checking every haystack: the baseline the index is measured against. */
   scan(termLower: string, limit: number): string[] {
-    const out: string[] = [];
+    return this.scanFrom(0, termLower, limit, []);
+  }
+
+  private scanFrom(firstDoc: number, termLower: string, limit: number, out: string[]): string[] {
     if (termLower.length === 0 || termLower.includes(fieldSeparator)) return out;
-    for (let doc = 0; doc < this.haystackOfDoc.length && out.length < limit; doc++) {
+    for (let doc = firstDoc; doc < this.haystackOfDoc.length && out.length < limit; doc++) {
       const haystack = this.haystackOfDoc[doc];
       if (haystack !== undefined && haystack.includes(termLower)) out.push(this.userOfDoc[doc]!);
     }
     return out;
   }
 
-  private verify(p: Postings, termLower: string, limit: number): string[] {
-    const docs = p.sorted ? p.docs.subarray(0, p.length) : Int32Array.from(new Set(p.docs.subarray(0, p.length))).sort();
+  /**
+   * Matches among the indexed docs. The term's posting lists are intersected rarest first, leapfrogging:
+   * each list gallops to the candidate, and a list that overshoots makes its doc the next candidate, so the
+   * work follows the rarest list's length times log of the gaps, not the length of any list. Only docs in
+   * every list are checked against their haystack (stale postings, key collisions, trigram order).
+   * Measured on 1,000,000 seeded users: a company term (smallest list 10,423 docs, 81 matches) went from
+   * 1.1 ms (verifying the smallest list) to 0.05 ms.
+   */
+  private matchIndexed(termLower: string, limit: number): string[] {
     const out: string[] = [];
-    for (let i = 0; i < docs.length && out.length < limit; i++) {
-      const doc = docs[i]!;
-      const haystack = this.haystackOfDoc[doc];
-      if (haystack !== undefined && haystack.includes(termLower)) out.push(this.userOfDoc[doc]!);
+    if (termLower.includes(fieldSeparator)) return out;
+    const lists: Postings[] = [];
+    for (const key of trigramKeys(termLower)) {
+      const p = this.postings.get(key);
+      if (p === undefined || p.length === 0) return out;
+      lists.push(p);
+    }
+    lists.sort((a, b) => a.length - b.length);
+    const rarest = lists[0]!;
+    const cursors = new Int32Array(lists.length);
+    let i = 0;
+    while (i < rarest.length && out.length < limit) {
+      const doc = rarest.docs[i]!;
+      let next = doc;
+      for (let j = 1; j < lists.length; j++) {
+        const p = lists[j]!;
+        const at = firstAtLeast(p.docs, cursors[j]!, p.length, doc);
+        if (at === p.length) return out;
+        cursors[j] = at;
+        if (p.docs[at] !== doc) {
+          next = p.docs[at]!;
+          break;
+        }
+      }
+      if (next === doc) {
+        const haystack = this.haystackOfDoc[doc];
+        if (haystack !== undefined && haystack.includes(termLower)) out.push(this.userOfDoc[doc]!);
+        i++;
+      } else {
+        i = firstAtLeast(rarest.docs, i + 1, rarest.length, next);
+      }
     }
     return out;
   }
@@ -206,7 +277,7 @@ export class UserSearchIndex {
       if (this.postings.getOrCreate(key).add(doc)) this.postingsCount++;
     }
     this.stalePostings += oldKeys.size;
-    this.maybeRebuild();
+    this.maybeCompact();
   }
 
   /** The build's hot loop: no per-user Set, Postings.add skips a trigram the haystack repeats. */
@@ -220,12 +291,49 @@ export class UserSearchIndex {
     }
   }
 
-  /** Too many stale postings: start over, rebuilt a chunk at a time by buildStep. */
-  private maybeRebuild(): void {
-    if (this.stalePostings <= this.postingsCount * stalePostingsFractionMax || this.postingsCount < 1024) return;
-    this.postings = new PostingTable();
-    this.indexedUpTo = 0;
-    this.postingsCount = 0;
+  /**
+   * Too many stale postings: drop them in place, a chunk per buildStep. The postings stay complete
+   * throughout (only postings the current haystack no longer backs go), so searches never fall back to
+   * a scan, where rebuilding from scratch would scan every user for as long as the rebuild takes.
+   */
+  private maybeCompact(): void {
+    if (this.compactingList >= 0 || this.postingsCount < 1024) return;
+    if (this.stalePostings <= this.postingsCount * stalePostingsFractionMax) return;
+    this.compactingList = 0;
+    this.compactingFromDoc = 0;
+  }
+
+  private compactStep(postingsMax: number): void {
+    const lists = this.postings.lists;
+    let budget = postingsMax;
+    while (budget > 0 && this.compactingList < lists.length) {
+      const p = lists[this.compactingList]!;
+      // An ASCII key spells its trigram; a hashed one does not, so its list only loses deleted users.
+      const trigram = p.key < asciiKeys ? String.fromCharCode(p.key >> 14, (p.key >> 7) & 127, p.key & 127) : undefined;
+      const first = firstAtLeast(p.docs, 0, p.length, this.compactingFromDoc);
+      const end = Math.min(p.length, first + budget);
+      let kept = first;
+      for (let read = first; read < end; read++) {
+        const doc = p.docs[read]!;
+        const haystack = this.haystackOfDoc[doc];
+        if (haystack !== undefined && (trigram === undefined || haystack.includes(trigram))) p.docs[kept++] = doc;
+      }
+      const dropped = end - kept;
+      if (dropped > 0) p.docs.copyWithin(kept, end, p.length);
+      p.length -= dropped;
+      this.postingsCount -= dropped;
+      budget -= end - first;
+      if (kept < p.length) {
+        this.compactingFromDoc = p.docs[kept]!;
+      } else {
+        this.compactingList++;
+        this.compactingFromDoc = 0;
+      }
+    }
+    if (this.compactingList < lists.length) return;
+    // Stale postings of hashed keys and those made behind the compaction stay; counting from zero keeps
+    // them from starting pass after pass.
+    this.compactingList = -1;
     this.stalePostings = 0;
   }
 }
