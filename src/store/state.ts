@@ -6,6 +6,7 @@ import {
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
+import { compactEntity, compactUser, StringTable } from './compact.js';
 import { CreationOrder, precedes, type Page, type PagePosition } from './creation-order.js';
 import { MemberIndex } from './members.js';
 import { searchHaystack, UserSearchIndex } from './search.js';
@@ -85,6 +86,8 @@ export class State {
   /** Time of the newest applied record, so the clock never hands out an earlier one after a restart. */
   lastAt = 0;
   meta: Meta | undefined;
+  /** Shared strings while a snapshot is being loaded (src/store/compact.ts). */
+  private loadStrings: StringTable | undefined;
 
   private readonly applications = new Map<string, Application>();
   private readonly groups = new Map<string, Group>();
@@ -235,24 +238,32 @@ export class State {
 
   // ---- snapshots ----
 
+  /** Called a chunk at a time; the values are freshly decoded and ours, so they are compacted in place. */
   loadSection(kind: EntityKind, values: readonly unknown[]): void {
     if (kind === 'user') this.search.defer();
+    const strings = (this.loadStrings ??= new StringTable());
     for (const value of values) {
       // The newest time in the snapshot, so the clock never goes back after a restart with nothing to replay.
       const modifiedAt = (value as { modifiedAt?: number }).modifiedAt;
       if (modifiedAt !== undefined && modifiedAt > this.lastAt) this.lastAt = modifiedAt;
       switch (kind) {
         case 'meta': this.meta = value as Meta; break;
-        case 'application': this.putApplication(value as Application); break;
-        case 'group': this.putGroup(value as Group); break;
-        case 'organization': this.putOrganization(value as Organization); break;
-        case 'user': this.putUser(value as User); break;
+        case 'application': compactEntity(value as Application, strings); this.putApplication(value as Application); break;
+        case 'group':
+          compactEntity(value as Group, strings);
+          (value as { application: string }).application = strings.share((value as Group).application);
+          this.putGroup(value as Group);
+          break;
+        case 'organization': compactEntity(value as Organization, strings); this.putOrganization(value as Organization); break;
+        case 'user': compactUser(value as User, strings); this.putUser(value as User); break;
       }
     }
   }
 
   finishLoad(baseSeq: number): void {
     this.lastSeq = baseSeq;
+    // Only a load has a million copies to share; afterwards the table would only pin strings.
+    this.loadStrings = undefined;
   }
 
   snapshotSource(): { baseSeq: number; sections: Section[] } {
