@@ -80,7 +80,7 @@ function chunkPackr(): Packr {
 
 /** Decodes any frame: plain maps (header, trailer, descriptors) and a chunk's inline records alike. */
 function frameUnpackr(): Unpackr {
-  return new Unpackr({ sequential: true, useRecords: true, mapsAsObjects: true });
+  return new Unpackr({ sequential: true, useRecords: true, mapsAsObjects: true, copyBuffers: true });
 }
 
 function yieldToEventLoop(): Promise<void> {
@@ -229,6 +229,15 @@ function isObject(value: unknown): value is Record<string, unknown> {
 class FrameReader {
   offset = 0;
   private header = Buffer.allocUnsafe(frameHeaderBytes);
+  /**
+   * Payloads are read into two buffers taken in turn (one is decoded while the next frame is read
+   * into the other), grown to the largest frame. A fresh buffer per frame put the snapshot's whole size
+   * through malloc and V8's external-memory accounting, which prompts collections; measured at 1,000,000
+   * users, reusing two cut ~0.4 s of CPU from a load. Safe because decoding copies everything out of
+   * the payload (strings, and binary values too with copyBuffers).
+   */
+  private payloads = [Buffer.alloc(0), Buffer.alloc(0)];
+  private turn = 0;
 
   constructor(private readonly file: ReadableFile) {}
 
@@ -240,7 +249,7 @@ class FrameReader {
     return new SnapshotError('snapshot_invalid', this.file.path, offset, message);
   }
 
-  /** The next frame's payload, checked; advances past it. */
+  /** The next frame's payload, checked; advances past it. Valid until the next call but one. */
   async next(): Promise<Buffer> {
     const at = this.offset;
     const size = this.file.size;
@@ -250,7 +259,9 @@ class FrameReader {
     const crc = this.header.readUInt32LE(4);
     if (length === 0 || length > snapshotFrameBytesMax) throw this.invalid(`bad frame length ${length}`);
     if (at + frameHeaderBytes + length > size) throw this.invalid(`frame of ${length} bytes runs past the end of the file`);
-    const payload = Buffer.allocUnsafe(length);
+    this.turn ^= 1;
+    if (this.payloads[this.turn]!.length < length) this.payloads[this.turn] = Buffer.allocUnsafe(length);
+    const payload = this.payloads[this.turn]!.subarray(0, length);
     await this.readFully(payload, length, at + frameHeaderBytes);
     if (crc32c(payload) !== crc) throw this.invalid('checksum mismatch');
     this.offset = at + frameHeaderBytes + length;
