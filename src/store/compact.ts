@@ -2,8 +2,9 @@
 //
 // The decoder makes a new string for every value it reads, so a million Users would hold a million
 // copies of their Organization's id, of each Application and Group id, of their status and of common
-// custom_data values. Measured on the benchmark's 1,000,000 Users, sharing them takes the heap after
-// start-up from ~1.5 GB to ~1.1 GB, and the duplicates die young (they never reach the old generation).
+// custom_data values. Measured on the benchmark's 1,000,000 Users, loaded a chunk at a time: sharing
+// them takes the heap after the load from 1.43 GB to 1.17 GB and the load's CPU time down by ~0.5 s,
+// because the duplicates die young instead of being copied into the old generation.
 // Sharing equal immutable strings and empty lists changes no value, only how many copies exist.
 
 import { loadInternedStringCharsMax, loadInternedStringsMax } from '../config/limits.js';
