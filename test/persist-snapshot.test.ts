@@ -8,7 +8,7 @@ import { snapshotChunkEntities } from '../src/config/limits.js';
 import { entityKinds, type EntityKind } from '../src/domain/entities.js';
 import { frameHeaderBytes } from '../src/persist/codec.js';
 import { snapshotFileName } from '../src/persist/layout.js';
-import { readSnapshot, SnapshotError, writeSnapshot } from '../src/persist/snapshot.js';
+import { readSnapshot, readSnapshotChunks, SnapshotError, writeSnapshot } from '../src/persist/snapshot.js';
 import { NodeStorage } from '../src/persist/storage.js';
 import { FakeState, HookedStorage, ioError, putUser, record, tempDir, turn, user } from './helpers/persist-fixtures.js';
 
@@ -85,6 +85,27 @@ test('the state may change while the snapshot is written; loading it then replay
   restored.finishLoad(loaded.baseSeq);
   for (const r of later) restored.apply(r);
   assert.deepEqual(restored.dump(), state.dump());
+});
+
+test('chunks are handed over one by one in file order, and a later bad frame still fails the whole read (issue 3)', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const written = await writeSnapshot(storage, dir, populated(1200).snapshotSource());
+  const seen: Array<[EntityKind, number]> = [];
+  const summary = await readSnapshotChunks(storage, written.path, (kind, values) => seen.push([kind, values.length]));
+  assert.deepEqual(seen.map(([kind]) => kind), ['meta', 'organization', 'user', 'user', 'user']);
+  assert.ok(seen.every(([, n]) => n <= snapshotChunkEntities));
+  assert.deepEqual(summary.counts, { meta: 1, organization: 1, application: 0, group: 0, user: 1200 });
+  assert.equal(summary.bytes, written.bytes);
+
+  const original = readFileSync(written.path);
+  const starts = frameStarts(original);
+  const damaged = Buffer.from(original);
+  damaged[starts[starts.length - 1]! + frameHeaderBytes + 1] ^= 0x01;
+  writeFileSync(written.path, damaged);
+  let handed = 0;
+  await assert.rejects(readSnapshotChunks(storage, written.path, () => handed++), (err: unknown) => err instanceof SnapshotError && err.offset === starts[starts.length - 1]);
+  assert.equal(handed, 5, 'every good chunk was handed over before the trailer failed the file');
 });
 
 async function expectInvalid(path: string, check: (err: SnapshotError) => void): Promise<void> {

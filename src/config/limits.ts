@@ -92,6 +92,12 @@ export const snapshotsKept = 2;
 /** Users whose full JSON is kept ready (a few MB); the hot ones are authenticated and fetched again and again. */
 export const renderedUsersCachedMax = 10_000;
 
+// Snapshot loading (src/store/compact.ts)
+/** Distinct strings one snapshot load shares among entities (organization, application and group ids, custom_data values): a few MB of table. */
+export const loadInternedStringsMax = 65_536;
+/** Longer strings are rarely repeated (hashes, descriptions) and are kept as decoded. */
+export const loadInternedStringCharsMax = 64;
+
 // Search
 /** Users added to the trigram index per event-loop turn while it is built in the background (or as many users'
  *  stale postings dropped). Measured at 1,000,000 users: median 3 ms a turn (2000 took 17 ms: the lists' tails miss the cache). */

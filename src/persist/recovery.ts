@@ -6,11 +6,10 @@
 // end of the last segment) fails the whole recovery: every older candidate needs that segment too.
 
 import type { LogRecord } from '../domain/entities.js';
-import { entityKinds } from '../domain/entities.js';
 import { decodeLog, type DecodedLog } from './codec.js';
 import { classifyDir } from './layout.js';
 import type { PersistLogger, Replayable } from './replayable.js';
-import { readSnapshot, SnapshotError } from './snapshot.js';
+import { readSnapshotChunks, SnapshotError } from './snapshot.js';
 import type { Storage } from './storage.js';
 
 export class RecoveryError extends Error {
@@ -102,15 +101,15 @@ export async function recover<S extends Replayable>(opts: RecoveryOptions<S>): P
   throw new RecoveryError(`no snapshot together with the log gives a consistent state; refusing to start (${all})`, first.file, first.offset);
 }
 
-/** Loads candidate's snapshot into state; a failure if the snapshot is invalid, else undefined. */
+/**
+ * Loads candidate's snapshot into state a chunk at a time; a failure if the snapshot is invalid, else
+ * undefined. A state that took chunks of an invalid snapshot is left half-loaded: recover() drops it
+ * and tries the next candidate on a fresh one.
+ */
 async function loadCandidate(candidate: Candidate, state: Replayable, storage: Storage): Promise<CandidateFailure | undefined> {
   if (candidate.path === undefined) return undefined;
   try {
-    const snapshot = await readSnapshot(storage, candidate.path);
-    for (const kind of entityKinds) {
-      const values = snapshot.sections.get(kind);
-      if (values !== undefined) state.loadSection(kind, values);
-    }
+    const snapshot = await readSnapshotChunks(storage, candidate.path, (kind, values) => state.loadSection(kind, values));
     state.finishLoad(snapshot.baseSeq);
     return undefined;
   } catch (err) {

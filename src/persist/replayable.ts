@@ -24,7 +24,10 @@ export interface Replayable {
   readonly lastSeq: number;
   /** Pure, deterministic, idempotent for whole-entity puts and deletes. */
   apply(record: LogRecord): void;
-  /** Bulk-loads one kind's snapshot entities, before any apply(); called at most once per kind. */
+  /**
+   * Bulk-loads snapshot entities of one kind, before any apply(): once per chunk, kinds in file order
+   * (meta, organizations, applications, groups, then users, as written). It owns `values` from then on.
+   */
   loadSection(kind: EntityKind, values: readonly unknown[]): void;
   /** Sets lastSeq = baseSeq after a snapshot load. */
   finishLoad(baseSeq: number): void;

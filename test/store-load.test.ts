@@ -1,0 +1,106 @@
+// Snapshot loading into State (issue 3): chunk-by-chunk loads index each User once, by its newest copy, and share what Users repeat.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Application, EntityKind, LogRecord, Organization, User } from '../src/domain/entities.js';
+import { State } from '../src/store/state.js';
+
+const at = 1_700_000_000_000_000;
+
+function org(id: string): Organization {
+  return { id, name: `org ${id}`, description: '', customData: null, status: 'ENABLED', createdAt: at, modifiedAt: at };
+}
+
+function app(id: string, createdAt: number): Application {
+  return { id, name: `app ${id}`, description: '', customData: { tier: 'gold' }, status: 'ENABLED', createdAt, modifiedAt: createdAt };
+}
+
+function user(id: string, n: number, extra: Partial<User> = {}): User {
+  return {
+    id, email: `user${n}@example.com`, name: `User ${n}`, status: 'ENABLED', customData: { plan: 'free', company_name: 'Acme Widgets Ltd' },
+    passwordHash: 'h', organization: 'org1', applications: ['app1'], groups: [], apikeys: [], createdAt: at + n, modifiedAt: at + n, ...extra,
+  };
+}
+
+/** What the snapshot decoder hands over: fresh copies, never the caller's objects. */
+function decoded<T>(values: readonly T[]): T[] {
+  return values.map((v) => structuredClone(v));
+}
+
+function put(seq: number, kind: 'organization' | 'application' | 'user', value: Organization | Application | User): LogRecord {
+  return { seq, at: at + seq, ops: [{ op: 'put', kind, value } as LogRecord['ops'][number]] };
+}
+
+function loadInChunks(sections: ReadonlyArray<[EntityKind, unknown[]]>, baseSeq: number): State {
+  const state = new State();
+  for (const [kind, values] of sections) {
+    for (let i = 0; i < values.length; i += 2) state.loadSection(kind, decoded(values.slice(i, i + 2)));
+  }
+  state.finishLoad(baseSeq);
+  return state;
+}
+
+test('a User a fuzzy snapshot holds twice is indexed once, by its later (newer) copy', () => {
+  const apps = [app('app1', at), app('app2', at + 1)];
+  const users = [user('u1', 1), user('u2', 2), user('u3', 3)];
+  const newer = user('u2', 2, { email: 'renamed@example.com', applications: ['app2'], modifiedAt: at + 99 });
+  const state = loadInChunks([['organization', [org('org1')]], ['application', apps], ['user', [...users, user('u4', 4), newer]]], 7);
+
+  assert.equal(state.lastSeq, 7);
+  assert.equal(state.counts().users, 4);
+  assert.equal(state.userByEmail('user2@example.com'), undefined, 'the older copy left no email behind');
+  assert.equal(state.userByEmail('RENAMED@example.com')?.modifiedAt, at + 99);
+  assert.deepEqual(state.usersOfApplication('app1').map((u) => u.id), ['u1', 'u3', 'u4']);
+  assert.deepEqual(state.usersOfApplication('app2').map((u) => u.id), ['u2']);
+  assert.equal(state.countUsersOfOrganization('org1'), 4);
+  assert.deepEqual(state.pageUsers(undefined, 10).items.map((u) => u.id), ['u1', 'u2', 'u3', 'u4']);
+  while (state.search.building) state.search.buildStep(1000);
+  assert.deepEqual(state.search.search('renamed', 10), ['u2']);
+  assert.deepEqual(state.search.search('user2@', 10), []);
+});
+
+test('a loaded state answers like the state it was taken from, and records apply on top of it', () => {
+  const live = new State();
+  let seq = 0;
+  live.apply(put(++seq, 'organization', org('org1')));
+  live.apply(put(++seq, 'application', app('app1', at)));
+  for (let n = 1; n <= 9; n++) live.apply(put(++seq, 'user', user(`u${n}`, n, n % 3 === 0 ? { apikeys: [{ id: `K${n}`, name: 'k', description: '', status: 'ENABLED', nonce: 'n', createdAt: at, modifiedAt: at }] } : {})));
+  const source = live.snapshotSource();
+  const sections = source.sections.map((s): [EntityKind, unknown[]] => {
+    const values: unknown[] = [];
+    const it = s.entries();
+    for (let r = it.next(); r.done !== true; r = it.next()) values.push(r.value);
+    return [s.kind, values];
+  });
+  const loaded = loadInChunks(sections, source.baseSeq);
+  for (const u of live.allUsers()) assert.deepEqual(loaded.user(u.id), u);
+  assert.equal(loaded.userByApikey('K6')?.id, 'u6');
+  assert.deepEqual(loaded.usersOfApplication('app1').map((u) => u.id), live.usersOfApplication('app1').map((u) => u.id));
+
+  const next = put(source.baseSeq + 1, 'user', user('u5', 5, { email: 'five@example.com', applications: [] }));
+  live.apply(next);
+  loaded.apply(structuredClone(next));
+  assert.equal(loaded.userByEmail('user5@example.com'), undefined);
+  assert.equal(loaded.userByEmail('five@example.com')?.id, 'u5');
+  assert.deepEqual(loaded.usersOfApplication('app1').map((u) => u.id), live.usersOfApplication('app1').map((u) => u.id));
+});
+
+test('loaded Users share one frozen empty list for what they lack, with their values unchanged', () => {
+  const users = [user('u1', 1), user('u2', 2, { customData: null })];
+  const state = loadInChunks([['organization', [org('org1')]], ['application', [app('app1', at)]], ['user', users]], 3);
+  const [a, b] = [state.user('u1')!, state.user('u2')!];
+  assert.deepEqual([a, b], users);
+  assert.equal(a.apikeys, b.apikeys);
+  assert.equal(a.groups, b.groups);
+  assert.ok(Object.isFrozen(a.apikeys));
+});
+
+test('loadSection is refused once the load ended, by finishLoad or by a record', () => {
+  const finished = new State();
+  finished.finishLoad(0);
+  assert.throws(() => finished.loadSection('user', [user('u1', 1)]), /after the load ended/);
+  const applied = new State();
+  applied.loadSection('organization', [org('org1')]);
+  applied.apply(put(1, 'user', user('u1', 1)));
+  assert.throws(() => applied.loadSection('user', [user('u2', 2)]), /after the load ended/);
+});
