@@ -89,14 +89,12 @@ export class Renderer {
    * `remember` false renders without caching (a full listing touches every user once).
    */
   userFull(user: User, remember = true): string {
+    const cached = this.userFullJson.get(user);
+    if (cached !== undefined && this.depsCurrent(user, cached.deps)) return cached.json;
     const apps = user.applications.map((id) => this.state.application(id));
     const groups = user.groups.map((id) => this.state.group(id));
     const org = this.state.organization(user.organization);
     const deps = [...apps, ...groups, org];
-    const cached = this.userFullJson.get(user);
-    if (cached !== undefined && cached.deps.length === deps.length && cached.deps.every((d, i) => d === deps[i])) {
-      return cached.json;
-    }
     const orgJson = org === undefined
       ? 'null'
       : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
@@ -109,6 +107,16 @@ export class Renderer {
       this.userFullJson.set(user, { json, deps });
     }
     return json;
+  }
+
+  /** Whether the Applications, Groups and Organization a cached rendering used are still the current objects (no allocation: a hit is the hot path). */
+  private depsCurrent(user: User, deps: readonly unknown[]): boolean {
+    const apps = user.applications;
+    const groups = user.groups;
+    if (deps.length !== apps.length + groups.length + 1) return false;
+    for (let i = 0; i < apps.length; i++) if (deps[i] !== this.state.application(apps[i]!)) return false;
+    for (let i = 0; i < groups.length; i++) if (deps[apps.length + i] !== this.state.group(groups[i]!)) return false;
+    return deps[deps.length - 1] === this.state.organization(user.organization);
   }
 
   /** Per-Application, per-Group and per-Organization listings: memberships as ids. */
