@@ -73,12 +73,12 @@ export class Authenticator {
   ) {}
 
   /**
-   * The User whose password this is, or undefined. Unknown usernames cost the same hashing work as known ones,
-   * so the answer's timing does not tell which usernames exist. No limiter here: callers go through check().
-   * Answered at once (no promise) when the verify cache knows the password.
+   * `user` (the User `username` names, looked up by the caller) if this is its password, else undefined. Unknown
+   * usernames cost the same hashing work as known ones, so the answer's timing does not tell which usernames
+   * exist. No limiter here: callers go through check(). Answered at once (no promise) when the verify cache
+   * knows the password.
    */
-  verifyPassword(username: string, password: string): Verified | Promise<Verified> {
-    const user = this.state.userByEmail(username);
+  private verifyPassword(user: User | undefined, username: string, password: string): Verified | Promise<Verified> {
     if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
     return this.verifyPasswordSlowly(user, username, password);
   }
@@ -113,13 +113,12 @@ export class Authenticator {
     return flight;
   }
 
-  /** API Key secrets are high-entropy: a keyed hash and a constant-time compare, no argon2. */
-  verifyApikey(keyId: string, secret: string): { user: User; key: ApiKey } | undefined {
+  /** API Key secrets are high-entropy: a keyed hash and a constant-time compare, no argon2. `user`: the owner of keyId, looked up by the caller. */
+  private verifyApikey(user: User | undefined, keyId: string, secret: string): { user: User; key: ApiKey } | undefined {
     if (!isApikeyId(keyId)) {
       this.secrets.verify('0'.repeat(25), '', secret);
       return undefined;
     }
-    const user = this.state.userByApikey(keyId);
     const key = user?.apikeys.find((k) => k.id === keyId);
     if (user === undefined || key === undefined) {
       this.secrets.verify(keyId, '', secret);
@@ -164,7 +163,7 @@ export class Authenticator {
   private authenticateOutcome(applicationId: string, type: CredentialType, username: string, context: AttemptContext, checked: Checked): User | undefined {
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, this.state.application(applicationId));
     const user = why === undefined ? checked.user : undefined;
-    const targets: Record<string, string> = { application: applicationId, ...targetsOf(type, username, checked.userId) };
+    const targets = targetsOf(type, username, checked.userId, applicationId);
     this.guard.audit.record({
       action: 'authenticate', caller: context.caller ?? null, targets,
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
@@ -177,7 +176,7 @@ export class Authenticator {
     type: CredentialType, username: string, password: string, context: AttemptContext, action: string, applicationId?: string,
   ): Checked | Promise<Checked> {
     const audited = (err: unknown): never => {
-      const targets: Record<string, string> = { ...(applicationId === undefined ? {} : { application: applicationId }), ...targetsOf(type, username, undefined) };
+      const targets = targetsOf(type, username, undefined, applicationId);
       this.guard.audit.record({
         action, caller: context.caller ?? null, targets, outcome: (err as { name?: string }).name === 'OverloadedError' ? 'overloaded' : 'error',
         address: context.address, peer: context.peer,
@@ -204,34 +203,41 @@ export class Authenticator {
       : this.admitted(type, username, password, admission);
   }
 
+  /** The User a credential names (by email or by API Key id), if any: looked up once per attempt. */
+  private named(type: CredentialType, username: string): User | undefined {
+    if (type === 'username') return this.state.userByEmail(username);
+    return isApikeyId(username) ? this.state.userByApikey(username) : undefined;
+  }
+
   private admitted(type: CredentialType, username: string, password: string, admission: Admission): Checked | Promise<Checked> {
-    const userId = type === 'username' ? this.state.userByEmail(username)?.id : (isApikeyId(username) ? this.state.userByApikey(username)?.id : undefined);
     if (!admission.admitted) {
       const delayMs = Math.max(admission.delayMs, type === 'username' ? this.typicalVerifyMs : 0);
-      const locked: Checked = { user: undefined, outcome: 'locked', reason: `locked_${admission.lockedBy}`, userId };
+      const locked: Checked = { user: undefined, outcome: 'locked', reason: `locked_${admission.lockedBy}`, userId: this.named(type, username)?.id };
       return delayMs > 0 ? sleep(delayMs).then(() => locked) : locked;
     }
     const { ticket } = admission;
     if (admission.delayMs > 0) {
-      return sleep(admission.delayMs).then(() => this.evaluate(type, username, password, ticket, userId));
+      // Looked up after the wait: the account may have changed meanwhile.
+      return sleep(admission.delayMs).then(() => this.evaluate(type, username, password, ticket, this.named(type, username)));
     }
-    return this.evaluate(type, username, password, ticket, userId);
+    return this.evaluate(type, username, password, ticket, this.named(type, username));
   }
 
   /** Checks the credential of an admitted attempt and settles its ticket exactly once, whatever happens. */
-  private evaluate(type: CredentialType, username: string, password: string, ticket: Ticket, userId: string | undefined): Checked | Promise<Checked> {
+  private evaluate(type: CredentialType, username: string, password: string, ticket: Ticket, named: User | undefined): Checked | Promise<Checked> {
     const release = (err: unknown): never => {
       this.guard.limiter.released(ticket);
       throw err;
     };
+    const userId = named?.id;
     try {
       if (type === 'username') {
-        const verified = this.verifyPassword(username, password);
+        const verified = this.verifyPassword(named, username, password);
         return verified instanceof Promise
           ? verified.then((v) => this.settlePassword(ticket, userId, v), release)
           : this.settlePassword(ticket, userId, verified);
       }
-      const found = this.verifyApikey(username, password);
+      const found = this.verifyApikey(named, username, password);
       if (found === undefined) {
         this.guard.limiter.failed(ticket);
         return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
@@ -276,9 +282,10 @@ export class Authenticator {
   }
 }
 
-/** The ids an authentication names, for its audit line: the account when it exists, the key id when well-formed. */
-function targetsOf(type: CredentialType, username: string, userId: string | undefined): Record<string, string> {
+/** The ids an authentication names, for its audit line: the Application asked about, the account when it exists, the key id when well-formed. */
+function targetsOf(type: CredentialType, username: string, userId: string | undefined, applicationId?: string): Record<string, string> {
   const targets: Record<string, string> = {};
+  if (applicationId !== undefined) targets['application'] = applicationId;
   if (userId !== undefined) targets['user'] = userId;
   if (type === 'apikey' && isApikeyId(username)) targets['apikey'] = username;
   return targets;
