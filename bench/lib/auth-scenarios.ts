@@ -35,6 +35,12 @@ const overflowConnectionsExtra = 150;
  * saturating the event loop (thousands a second), not whether shedding itself is immediate.
  */
 const overflowConnectionRatePerSec = 1 / hashRetryAfterS;
+/**
+ * C+'s first second is not timed: autocannon opens its 406 connections and sends their first requests
+ * all at once, and on 2 cores (one hashing) that burst of the generator's own making, not any queue in
+ * the server, is what the slowest answers then wait for. Counts (shed, Retry-After) include it.
+ */
+const overflowSettleS = 1;
 /** argon2id verifies timed just before scenario C (the median is used), after one untimed run that compiles the wasm. */
 const argon2ProbeRuns = 5;
 /** argon2id runs per thread when timing what the hash workers can do together. */
@@ -215,14 +221,19 @@ async function overflow(ctx: ScenarioContext, verifyMs: number): Promise<Scenari
     },
   };
   const probe = startLoad({ port: ctx.port, connections: healthProbeConnections, durationS: ctx.argon2MeasureS, overallRate: healthProbeRatePerSec, requests: [{ method: 'GET', path: '/health' }] });
-  const load = await runLoad({ port: ctx.port, connections, durationS: ctx.argon2MeasureS, connectionRate: overflowConnectionRatePerSec, headers: adminHeaders(f), requests: [request] });
+  const load = await runLoad({
+    port: ctx.port, connections, durationS: ctx.argon2MeasureS, connectionRate: overflowConnectionRatePerSec, headers: adminHeaders(f), requests: [request],
+    settleS: overflowSettleS,
+  });
   const healthLoad = await probe.result;
   const shedPerSec = shed / load.durationS;
-  const pass = shed > 0 && withRetryAfter === shed && load.failed.p99Ms < verifyMs && load.failed.count === shed;
+  const onlyShed = Object.keys(load.statusCounts).every((code) => code === '503' || code.startsWith('2'));
+  const pass = shed > 0 && withRetryAfter === shed && load.failed.p99Ms < verifyMs && onlyShed;
   const verdict = shed === 0
     ? `no 503 at ${connections} connections (hashQueueMax ${hashQueueMax})`
     : `${shed.toLocaleString('en-US')} shed (${Math.round(shedPerSec).toLocaleString('en-US')}/s), ${withRetryAfter === shed ? 'all' : `${withRetryAfter} of them`} with Retry-After, ` +
-      `503 p99 ${ms(load.failed.p99Ms)} ms; accepted p99 ${ms(load.ok.p99Ms)} ms; /health p99 ${ms(healthLoad.ok.p99Ms)} ms`;
+      `503 p99 ${ms(load.failed.p99Ms)} ms (timed after the first ${overflowSettleS} s, while ${connections} connections open at once); ` +
+      `accepted p99 ${ms(load.ok.p99Ms)} ms; /health p99 ${ms(healthLoad.ok.p99Ms)} ms`;
   // Anything but 200 and 503 is a fault of its own, and would also blur the 503 latencies above.
   const others = unexpected({ ...load, statusCounts: Object.fromEntries(Object.entries(load.statusCounts).filter(([code]) => code !== '503')) });
   return {
