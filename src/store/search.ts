@@ -16,6 +16,17 @@ const fieldSeparator = '\u0000';
 /** Stale postings tolerated before the index is rebuilt, as a fraction of all postings. */
 const stalePostingsFractionMax = 0.25;
 const postingsInitialCapacity = 4;
+/**
+ * The bulk build grows a full list to its expected final size (its length so far times users left / users
+ * indexed, plus 5%) rather than doubling: each doubling allocated a new off-heap array, and at a million
+ * users that churn (about twice the final postings) set off a full GC of the whole heap every second or
+ * so, stalling the event loop for up to hundreds of ms. Bounded both ways; short lists, whose counts say
+ * little, still double.
+ */
+const postingsPredictFrom = 64;
+const postingsGrowthMin = 1.25;
+const postingsGrowthMax = 8;
+const postingsGrowthSlack = 1.05;
 
 export function companyNameOf(user: User): string | undefined {
   const company = user.customData?.['company_name'];
@@ -60,8 +71,12 @@ class Postings {
 
   constructor(readonly key: number) {}
 
-  /** False when doc is already listed (a repeated trigram, or a stale posting the doc earns back). */
-  add(doc: number): boolean {
+  /**
+   * False when doc is already listed (a repeated trigram, or a stale posting the doc earns back).
+   * `growth`: how much larger the list is expected to end up (the bulk build knows); a full list grows
+   * to about that at once instead of doubling again and again.
+   */
+  add(doc: number, growth = 2): boolean {
     const n = this.length;
     let at = n;
     if (n > 0 && doc <= this.docs[n - 1]!) {
@@ -72,7 +87,7 @@ class Postings {
       if (this.docs[at] === doc) return false;
     }
     if (n === this.docs.length) {
-      const grown = new Int32Array(n * 2);
+      const grown = new Int32Array(n < postingsPredictFrom ? n * 2 : Math.ceil(n * Math.min(postingsGrowthMax, Math.max(postingsGrowthMin, growth))));
       grown.set(this.docs);
       this.docs = grown;
     }
@@ -138,6 +153,8 @@ export class UserSearchIndex {
   /** While stale postings are dropped (buildStep): the next list to compact and the doc to resume it at; -1 when idle. */
   private compactingList = -1;
   private compactingFromDoc = 0;
+  /** Expected growth of the lists while the bulk build runs (see postingsPredictFrom); 2 otherwise. */
+  private growth = 2;
 
   upsert(user: User): void {
     const haystack = searchHaystack(user);
@@ -187,10 +204,12 @@ export class UserSearchIndex {
   buildStep(docsMax: number): boolean {
     if (this.indexedUpTo < this.userOfDoc.length) {
       const end = Math.min(this.userOfDoc.length, this.indexedUpTo + docsMax);
+      this.growth = end === 0 ? 2 : (this.userOfDoc.length / end) * postingsGrowthSlack;
       for (let doc = this.indexedUpTo; doc < end; doc++) {
         const haystack = this.haystackOfDoc[doc];
         if (haystack !== undefined) this.indexDoc(doc, haystack, undefined);
       }
+      this.growth = 2;
       this.indexedUpTo = end;
       if (end === this.userOfDoc.length) this.deferred = false;
     } else if (this.compactingList >= 0) {
@@ -287,7 +306,7 @@ export class UserSearchIndex {
       const b = haystack.charCodeAt(i + 1);
       const c = haystack.charCodeAt(i + 2);
       if (a === 0 || b === 0 || c === 0) continue;
-      if (this.postings.getOrCreate(keyOf(a, b, c)).add(doc)) this.postingsCount++;
+      if (this.postings.getOrCreate(keyOf(a, b, c)).add(doc, this.growth)) this.postingsCount++;
     }
   }
 
