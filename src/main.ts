@@ -29,6 +29,7 @@ import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
 import type { HttpRequest } from './http/adapter.js';
+import type { User } from './domain/entities.js';
 
 /** The logger, and the stream under it that audit lines are written to directly (src/service/audit.ts). */
 function createLogger(level: string): { logger: Logger; destination: AuditSink } {
@@ -149,16 +150,16 @@ async function main(): Promise<void> {
   const renderer = new Renderer(publicUrl, state);
   const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
   metrics.registerRoutes(routes);
+  const counted = (caller: User | undefined): User | undefined => {
+    metrics.callerChecked(caller !== undefined);
+    return caller;
+  };
   handle = createPipeline(routes, {
     realm: config.realm,
     audit: (entry) => audit.record(entry),
     caller: (username, password, address) => {
       const caller = authenticator.caller(username, password, address);
-      if (!(caller instanceof Promise)) {
-        metrics.callerChecked(caller !== undefined);
-        return caller;
-      }
-      return caller.then((c) => { metrics.callerChecked(c !== undefined); return c; });
+      return caller instanceof Promise ? caller.then(counted) : counted(caller);
     },
     onUnexpected: (err, req) => {
       // A failed write was cut back (from the log and from memory): refuse this change, keep serving.

@@ -86,12 +86,12 @@ export class HashPool {
     this.dummyParts().catch(() => undefined); // made now so the first unknown-username login is not slower
   }
 
-  /** Jobs waiting plus jobs running. */
   /** Worker threads hashing (HASH_WORKERS). */
   get workers(): number {
     return this.slots.length;
   }
 
+  /** Jobs waiting plus jobs running. */
   get queueDepth(): number {
     return this.waiting.length + this.running;
   }

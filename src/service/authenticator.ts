@@ -175,20 +175,21 @@ export class Authenticator {
   private checkAudited(
     type: CredentialType, username: string, password: string, context: AttemptContext, action: string, applicationId?: string,
   ): Checked | Promise<Checked> {
-    const audited = (err: unknown): never => {
-      const targets = targetsOf(type, username, undefined, applicationId);
-      this.guard.audit.record({
-        action, caller: context.caller ?? null, targets, outcome: (err as { name?: string }).name === 'OverloadedError' ? 'overloaded' : 'error',
-        address: context.address, peer: context.peer,
-      });
-      throw err;
-    };
     try {
       const checked = this.check(type, username, password, context.address);
-      return checked instanceof Promise ? checked.catch(audited) : checked;
+      return checked instanceof Promise ? checked.catch((err: unknown) => this.auditThrown(err, type, username, context, action, applicationId)) : checked;
     } catch (err) {
-      return audited(err);
+      return this.auditThrown(err, type, username, context, action, applicationId);
     }
+  }
+
+  /** The audit line of a check that threw, then the error again. A method, not a closure: the common path allocates nothing for it. */
+  private auditThrown(err: unknown, type: CredentialType, username: string, context: AttemptContext, action: string, applicationId: string | undefined): never {
+    this.guard.audit.record({
+      action, caller: context.caller ?? null, targets: targetsOf(type, username, undefined, applicationId),
+      outcome: (err as { name?: string }).name === 'OverloadedError' ? 'overloaded' : 'error', address: context.address, peer: context.peer,
+    });
+    throw err;
   }
 
   /**
@@ -225,39 +226,41 @@ export class Authenticator {
 
   /** Checks the credential of an admitted attempt and settles its ticket exactly once, whatever happens. */
   private evaluate(type: CredentialType, username: string, password: string, ticket: Ticket, named: User | undefined): Checked | Promise<Checked> {
-    const release = (err: unknown): never => {
-      this.guard.limiter.released(ticket);
-      throw err;
-    };
     const userId = named?.id;
     try {
       if (type === 'username') {
         const verified = this.verifyPassword(named, username, password);
         return verified instanceof Promise
-          ? verified.then((v) => this.settlePassword(ticket, userId, v), release)
+          ? verified.then((v) => this.settlePassword(ticket, userId, v), (err: unknown) => this.release(ticket, err))
           : this.settlePassword(ticket, userId, verified);
       }
       const found = this.verifyApikey(named, username, password);
-      if (found === undefined) {
-        this.guard.limiter.failed(ticket);
-        return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
-      }
+      if (found === undefined) return this.wrongCredential(ticket, userId);
       // The secret was right: that is not a guess to count, even if the key is DISABLED.
       this.guard.limiter.succeeded(ticket);
       if (found.key.status !== 'ENABLED') return { user: undefined, outcome: 'failure', reason: 'key_disabled', userId: found.user.id };
       return { user: found.user, outcome: 'success', userId: found.user.id };
     } catch (err) {
-      return release(err);
+      return this.release(ticket, err);
     }
   }
 
   private settlePassword(ticket: Ticket, userId: string | undefined, { user, cached }: Verified): Checked {
-    if (user === undefined) {
-      this.guard.limiter.failed(ticket);
-      return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
-    }
+    if (user === undefined) return this.wrongCredential(ticket, userId);
     this.guard.limiter.succeeded(ticket);
     return { user, outcome: 'success', userId: user.id, cached };
+  }
+
+  /** A wrong password or secret, or an account that does not exist: one more failure for the limiter. */
+  private wrongCredential(ticket: Ticket, userId: string | undefined): Checked {
+    this.guard.limiter.failed(ticket);
+    return { user: undefined, outcome: 'failure', reason: userId === undefined ? 'unknown_account' : 'wrong_secret', userId };
+  }
+
+  /** The attempt was not evaluated (the hash queue was full, an internal error): its slot goes back, then the error again. */
+  private release(ticket: Ticket, err: unknown): never {
+    this.guard.limiter.released(ticket);
+    throw err;
   }
 
   private async timed<T>(work: Promise<T>): Promise<T> {
