@@ -62,9 +62,31 @@ describe('ApiKeySecrets derivation', () => {
     assert.equal(secrets.verify(`${keyId}\0`, nonce, secret), false);
   });
 
-  test('the server key does not show in inspect or JSON', () => {
+  test('a regenerated key (new nonce) answers to its new secret only, checked again and again', () => {
+    const [first, second] = [secrets.newNonce(), secrets.newNonce()];
+    const [oldSecret, newSecret] = [secrets.secretFor(keyId, first), secrets.secretFor(keyId, second)];
+    for (let round = 0; round < 3; round++) {
+      assert.equal(secrets.verify(keyId, first, oldSecret), true, `round ${round}: before`);
+      assert.equal(secrets.verify(keyId, second, oldSecret), false, `round ${round}: the old secret after`);
+      assert.equal(secrets.verify(keyId, second, newSecret), true, `round ${round}: the new secret`);
+      assert.equal(secrets.verify(keyId, second, newSecret.slice(0, -1) + (newSecret.endsWith('A') ? 'B' : 'A')), false);
+    }
+  });
+
+  test('refuse: false for anything presented, a real secret included', () => {
+    const secret = secrets.secretFor(keyId, secrets.newNonce());
+    for (const presented of [secret, 'A'.repeat(43), '', 'x'.repeat(10_000), undefined as unknown as string]) {
+      assert.equal(secrets.refuse(presented), false);
+    }
+  });
+
+  test('neither the server key nor a derived secret shows in inspect or JSON', () => {
+    const nonce = secrets.newNonce();
+    const secret = secrets.secretFor(keyId, nonce);
+    assert.equal(secrets.verify(keyId, nonce, secret), true);
     const text = inspect(secrets, { depth: Infinity, showHidden: true }) + JSON.stringify(secrets);
     assert.ok(!text.includes(key.toString('hex')) && !text.includes(key.toString('base64')));
+    assert.ok(!text.includes(secret));
   });
 });
 

@@ -25,6 +25,7 @@ interface Work {
 let recording: Work | undefined;
 const originalPost = Worker.prototype.postMessage;
 const originalVerify = ApiKeySecrets.prototype.verify;
+const originalRefuse = ApiKeySecrets.prototype.refuse;
 
 before(async () => {
   // Every job the pool sends a worker, described by its kind and cost parameters (never the password).
@@ -38,6 +39,10 @@ before(async () => {
   ApiKeySecrets.prototype.verify = function (this: ApiKeySecrets, ...args: Parameters<ApiKeySecrets['verify']>) {
     if (recording !== undefined) recording.apikeyChecks++;
     return originalVerify.apply(this, args);
+  };
+  ApiKeySecrets.prototype.refuse = function (this: ApiKeySecrets, ...args: Parameters<ApiKeySecrets['refuse']>) {
+    if (recording !== undefined) recording.apikeyChecks++;
+    return originalRefuse.apply(this, args);
   };
   pool = new HashPool({ workers: 1, queueMax: 64, argon2 });
   await pool.ready();
@@ -56,6 +61,7 @@ before(async () => {
 after(async () => {
   Worker.prototype.postMessage = originalPost;
   ApiKeySecrets.prototype.verify = originalVerify;
+  ApiKeySecrets.prototype.refuse = originalRefuse;
   await app.close();
   await pool.close();
 });
@@ -88,7 +94,7 @@ test('an unknown username queues exactly the hashing work of a known one with a 
   }
 });
 
-test('an unknown or malformed API Key id costs the same keyed-hash check as a known one with a wrong secret, and gets the same answer', async () => {
+test('an unknown or malformed API Key id costs one secret check (verify or refuse) as a known one with a wrong secret does, and gets the same answer', async () => {
   const wrongSecret = 'A'.repeat(43);
   const cases = {
     'known key, wrong secret': await measured(authenticate('apikey', keyId, wrongSecret)),
@@ -97,7 +103,7 @@ test('an unknown or malformed API Key id costs the same keyed-hash check as a kn
   };
   const reference = cases['known key, wrong secret'];
   for (const [what, c] of Object.entries(cases)) {
-    assert.deepEqual(c.work, { jobs: [], apikeyChecks: 1 }, `${what}: one keyed-hash check, no argon2`);
+    assert.deepEqual(c.work, { jobs: [], apikeyChecks: 1 }, `${what}: one secret check, no argon2`);
     assert.equal(c.answer, reference.answer, `${what}: byte-identical answer`);
   }
 });

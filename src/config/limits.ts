@@ -152,6 +152,8 @@ export const bcryptPasswordBytesMax = 72;
 /** Key for HMAC-SHA256 of the API Key secrets; shorter than the hash output would weaken it. */
 export const apikeyServerKeyBytesMin = 32;
 export const apikeyNonceBytes = 16;
+/** API Key secrets kept derived in memory (src/auth/apikey-secrets.ts), ~150 bytes each: every key of a million seeded users fits. */
+export const apikeyDerivedSecretsMax = 100_000;
 /** Per-process key of the verified-credential cache's HMAC. */
 export const verifyCacheKeyBytes = 32;
 /** Random bytes fetched at once for new ids (src/store/ids.ts): ids are public, so a pool of them in memory gives nothing away. */
