@@ -17,17 +17,17 @@ test('equals createHmac for keys shorter than, equal to and longer than the bloc
     const key = randomBytes(keyBytes);
     const keyed = new KeyedHash(key);
     for (const message of messages) {
-      assert.deepEqual(keyed.mac(message), createHmac('sha256', key).update(message, 'utf8').digest(), `key ${keyBytes} B, message of ${message.length} chars`);
+      assert.equal(keyed.mac(message), createHmac('sha256', key).update(message, 'utf8').digest('binary'), `key ${keyBytes} B, message of ${message.length} chars`);
     }
   }
 });
 
 test('the key can be wiped after construction, and neither it nor the last message shows in inspect or JSON', () => {
   const key = Buffer.from('k'.repeat(32));
-  const expected = createHmac('sha256', key).update('hunter2-secret').digest();
+  const expected = createHmac('sha256', key).update('hunter2-secret').digest('binary');
   const keyed = new KeyedHash(key);
   key.fill(0);
-  assert.deepEqual(keyed.mac('hunter2-secret'), expected);
+  assert.equal(keyed.mac('hunter2-secret'), expected);
   const shown = `${inspect(keyed, { showHidden: true, depth: 5 })}${JSON.stringify(keyed)}`;
   assert.ok(!shown.includes('hunter2'), 'the message is not visible');
   assert.ok(!shown.includes('kkkk') && !shown.includes('6b6b6b'), 'the key is not visible');

@@ -14,7 +14,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, wr
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
 import { apikeyDerivedSecretsMax, apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin } from '../config/limits.js';
-import { KeyedHash } from './keyed-hash.js';
+import { KeyedHash, sameText } from './keyed-hash.js';
 
 const derivationLabel = 'authd-apikey-v1\0';
 const hmacSha256Bytes = 32;
@@ -65,7 +65,7 @@ export class ApiKeySecrets {
 
   /** The derived secret for this key id and nonce (43 chars of base64url). */
   secretFor(keyId: string, nonce: string): string {
-    return this.derive(keyId, nonce).toString('base64url');
+    return Buffer.from(this.derive(keyId, nonce), 'latin1').toString('base64url');
   }
 
   /** Constant time in the secret; false (never a throw) for a presented value of the wrong length or alphabet. */
@@ -96,7 +96,8 @@ export class ApiKeySecrets {
     return secret;
   }
 
-  private derive(keyId: string, nonce: string): Buffer {
+  /** The HMAC's 32 bytes as latin1 text (see KeyedHash). */
+  private derive(keyId: string, nonce: string): string {
     if (keyId.includes('\0') || nonce.includes('\0')) throw new TypeError('API key id and nonce must not contain NUL');
     return this.serverKey.mac(`${derivationLabel}${keyId}\0${nonce}`);
   }
@@ -158,11 +159,4 @@ function isBase64OrUrlChar(c: number): boolean {
 
 function wellFormed(presented: string): boolean {
   return typeof presented === 'string' && presented.length === secretChars && isAll(presented, (c) => c < 0x80);
-}
-
-/** Equal-length ASCII texts compared in time that depends on their length only. */
-function sameText(expected: string, presented: string): boolean {
-  let diff = 0;
-  for (let i = 0; i < expected.length; i++) diff |= expected.charCodeAt(i) ^ presented.charCodeAt(i);
-  return diff === 0;
 }

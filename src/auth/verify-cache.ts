@@ -6,13 +6,14 @@
 // users are immutable values, so any change (password, status, memberships) makes a new object and the
 // entry stops matching at once, with no invalidation call to forget.
 
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { verifyCacheKeyBytes } from '../config/limits.js';
-import { KeyedHash } from './keyed-hash.js';
+import { KeyedHash, sameText } from './keyed-hash.js';
 
 interface Entry {
   readonly version: unknown;
-  readonly mac: Buffer;
+  /** The keyed hash's 32 bytes as latin1 text (see KeyedHash). */
+  readonly mac: string;
   readonly expiresAtMs: number;
 }
 
@@ -57,12 +58,12 @@ export class VerifyCache {
       return false;
     }
     // A wrong secret leaves the entry alone: otherwise anyone could evict a user's entry by guessing.
-    return timingSafeEqual(this.mac(secret), entry.mac);
+    return sameText(this.mac(secret), entry.mac);
   }
 
   /** The keyed hash of a secret as text: a map key that identifies the secret without holding it. */
   fingerprint(secret: string): string {
-    return this.mac(secret).toString('base64');
+    return this.mac(secret);
   }
 
   forget(subject: string): void {
@@ -73,7 +74,7 @@ export class VerifyCache {
     this.entries.clear();
   }
 
-  private mac(secret: string): Buffer {
+  private mac(secret: string): string {
     return this.keyed.mac(secret);
   }
 }
