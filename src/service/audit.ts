@@ -58,23 +58,28 @@ function field(s: string): string {
 const infoLevel = 30;
 
 export class Audit {
+  /** `,"service":"<name>","audit":`, made once. */
+  private readonly serviceField: string;
+
   /**
    * Lines are written as text rather than through the logger: the entries hold only ids, codes and
    * addresses (never a secret), so the logger's redaction pass and generic serialiser, a third of an
    * authentication's cost under load, buy nothing here.
    */
-  constructor(private readonly sink: AuditSink | undefined, private readonly service = 'authd') {}
+  constructor(private readonly sink: AuditSink | undefined, service = 'authd') {
+    this.serviceField = `,"service":${JSON.stringify(service)},"audit":`;
+  }
 
   record(entry: AuditEntry): void {
     if (this.sink === undefined) return;
     let targets = '';
     for (const key in entry.targets) targets += `${targets === '' ? '' : ','}${field(key)}:${field(entry.targets[key]!)}`;
-    let line = `{"level":${infoLevel},"time":${Date.now()},"service":${JSON.stringify(this.service)},"audit":${field(entry.action)},` +
-      `"caller":${entry.caller === null ? 'null' : field(entry.caller)},"targets":{${targets}},"outcome":${field(entry.outcome)},` +
-      `"address":${field(entry.address)}`;
-    if (entry.reason !== undefined) line += `,"reason":${field(entry.reason)}`;
-    if (entry.peer !== undefined && entry.peer !== entry.address) line += `,"peer":${field(entry.peer)}`;
-    this.sink.write(`${line},"msg":"audit"}\n`);
+    const reason = entry.reason === undefined ? '' : `,"reason":${field(entry.reason)}`;
+    const peer = entry.peer === undefined || entry.peer === entry.address ? '' : `,"peer":${field(entry.peer)}`;
+    this.sink.write(
+      `{"level":${infoLevel},"time":${Date.now()}${this.serviceField}${field(entry.action)},"caller":${entry.caller === null ? 'null' : field(entry.caller)},` +
+      `"targets":{${targets}},"outcome":${field(entry.outcome)},"address":${field(entry.address)}${reason}${peer},"msg":"audit"}\n`,
+    );
   }
 }
 
