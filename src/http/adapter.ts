@@ -2,6 +2,7 @@
 
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
+import { replyEncodeBytesMax } from '../config/limits.js';
 
 /** What a handler sees of a request: copied out of uWS synchronously, so it outlives the stack-allocated original. */
 export interface HttpRequest {
@@ -61,6 +62,24 @@ const statusLines: Record<number, string> = {
 
 function statusLine(status: number): string {
   return statusLines[status] ?? `${status} Status`;
+}
+
+/*
+ * uWS copies every string it is handed into a freshly allocated UTF-8 buffer (malloc, a length pass, a
+ * write pass, free), while a Buffer it reads in place. The status lines and the Content-Type header are
+ * therefore encoded once, and a reply body is encoded into one reused buffer: uWS has copied it into the
+ * socket (or its own backpressure buffer) by the time end() returns.
+ */
+const encodedStatusLines = new Map(Object.keys(statusLines).map((status) => [Number(status), Buffer.from(statusLine(Number(status)))]));
+const contentTypeName = Buffer.from('Content-Type');
+const jsonContentType = Buffer.from('application/json');
+const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
+
+/** The body as bytes in replyScratch (valid until the next call), or as it is when it may not fit. */
+function encodedBody(body: string): string | Buffer {
+  // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
+  if (body.length * 3 > replyEncodeBytesMax) return body;
+  return replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
 }
 
 /**
@@ -154,8 +173,8 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   };
 
   const writeHead = (res: Uws.HttpResponse, reply: Reply): void => {
-    res.writeStatus(statusLine(reply.status));
-    res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
+    res.writeStatus(encodedStatusLines.get(reply.status) ?? statusLine(reply.status));
+    res.writeHeader(contentTypeName, reply.contentType ?? jsonContentType);
     if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
   };
 
@@ -197,7 +216,7 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     if (stream === undefined) {
       res.cork(() => {
         writeHead(res, reply);
-        res.end(reply.body, reply.status === 413 || reply.status === 408);
+        res.end(encodedBody(reply.body), reply.status === 413 || reply.status === 408);
       });
       settle(state, meta, reply);
       return;
