@@ -127,6 +127,8 @@ function queryOf(req: Uws.HttpRequest): string {
 }
 
 const methodsWithBody = new Set(['post', 'put', 'patch']);
+/** uWS reports methods in lower case; the usual ones map to constants instead of a new upper-cased string per request. */
+const upperMethods: ReadonlyMap<string, string> = new Map(['get', 'post', 'put', 'delete', 'patch', 'head', 'options'].map((m) => [m, m.toUpperCase()]));
 /** Chunks of a streamed body written per event-loop turn before yielding (with 64 KiB chunks: 1 MiB). */
 const streamChunksPerTurn = 16;
 
@@ -251,7 +253,7 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     const method = req.getMethod();
     const state: RequestState = { aborted: false, done: false, streaming: false };
     const request = new CapturedRequest(
-      method.toUpperCase(), req.getUrl(), queryOf(req), req.getHeader('authorization'), req.getHeader('content-type'), startedAt, res, state,
+      upperMethods.get(method) ?? method.toUpperCase(), req.getUrl(), queryOf(req), req.getHeader('authorization'), req.getHeader('content-type'), startedAt, res, state,
     );
     const contentLength = req.getHeader('content-length');
     inFlight++;
