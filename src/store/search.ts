@@ -229,24 +229,27 @@ export class SearchCursor {
     }
     lists.sort((a, b) => a.length - b.length);
     const rarest = lists[0]!;
+    const haystacks = this.source.haystackOfDoc;
+    const term = this.termLower;
     // Positions are found again from the start of each list: galloping gets there in log steps.
     const cursors = new Int32Array(lists.length);
     let i = firstAtLeast(rarest.docs, 0, rarest.length, this.nextDoc);
     let work = lists.length;
-    for (;;) {
-      const doc = i < rarest.length ? rarest.docs[i]! : upTo;
-      if (doc >= upTo) {
-        this.nextDoc = upTo;
-        return work;
-      }
+    // The hot path of every search. Against the one-shot intersection it replaced (1,000,000 users, 15 terms of
+    // 1-99 matches): 508 µs against 491 µs for all, 0.2-2 µs more a term; counting work per probe and writing
+    // this.nextDoc per candidate had made it ~20% slower, hence a local `resume` and one count per candidate.
+    let resume = this.nextDoc;
+    // Postings hold only docs below indexedUpTo (= upTo), so no candidate lies beyond it.
+    while (i < rarest.length) {
+      const doc = rarest.docs[i]!;
       let next = doc;
-      for (let j = 1; j < lists.length; j++) {
-        work++;
+      let j = 1;
+      for (; j < lists.length; j++) {
         const p = lists[j]!;
         const at = firstAtLeast(p.docs, cursors[j]!, p.length, doc);
         if (at === p.length) {
-          this.nextDoc = upTo;
-          return work;
+          next = upTo;
+          break;
         }
         cursors[j] = at;
         if (p.docs[at] !== doc) {
@@ -254,19 +257,25 @@ export class SearchCursor {
           break;
         }
       }
-      work++;
+      work += j;
       if (next === doc) {
-        const haystack = this.source.haystackOfDoc[doc];
-        if (haystack !== undefined && haystack.includes(this.termLower)) out.push(this.source.userOfDoc[doc]!);
-        this.nextDoc = doc + 1;
+        const haystack = haystacks[doc];
+        if (haystack !== undefined && haystack.includes(term)) out.push(this.source.userOfDoc[doc]!);
+        resume = doc + 1;
         i++;
       } else {
-        // No doc in [doc, next) is in every list.
-        this.nextDoc = Math.min(next, upTo);
+        // No doc in [doc, next) is in every list; an exhausted list has none from doc on.
+        if (next >= upTo) break;
+        resume = next;
         i = firstAtLeast(rarest.docs, i + 1, rarest.length, next);
       }
-      if (work >= workMax || out.length >= countMax) return work;
+      if (work >= workMax || out.length >= countMax) {
+        this.nextDoc = resume;
+        return work;
+      }
     }
+    this.nextDoc = upTo;
+    return work;
   }
 
   /** Checks haystacks from nextDoc up to `end`, one unit of work each; returns the work done. */
