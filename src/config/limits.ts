@@ -104,9 +104,10 @@ export const loadInternedStringCharsMax = 64;
 export const searchIndexDocsPerTurn = 500;
 /**
  * Work one slice of a search does before the event loop gets a turn: haystacks checked, or posting lists
- * probed while intersecting (src/store/search.ts, SearchCursor). Measured at 1,000,000 bench-shaped users
- * (a scan of a 2-character term, one `includes` ~37 ns): median 0.93 ms a slice, 41 slices where one call
- * took 41 ms; a term every user matches, median 0.73 ms; an intersection unit is cheaper (~11 ns).
+ * probed while intersecting (SearchCursor in src/store/search.ts; a paged search also counts the matches it
+ * resolves, src/store/search-page.ts). Timed per slice over 1,000,000 users generated like the benchmark's:
+ * scanning for a 2-character term (one `includes` ~37 ns), median 0.93 ms a slice, where the same scan in
+ * one call took 40 ms; for a term every user matches, 0.73 ms; intersecting, a unit is cheaper (~10 ns).
  */
 export const searchDocsPerSlice = 25_000;
 /** Search results rendered as one string; more are streamed like GET /users. */

@@ -6,6 +6,14 @@ import { byCreation, precedes, type CreationOrder, type Page, type PagePosition 
 import { searchHaystack, type SearchCursor, type UserSearchIndex } from './search.js';
 
 /**
+ * What a match costs once found, in units of index work (SearchCursor.step, ~40 ns each): it is resolved
+ * to its User and compared with the page's cursor, a Map lookup and objects read at random among a
+ * million. Measured at 1,000,000 users, a term 6.5% of them match: slices counting index work alone took
+ * 10-12 ms (~11,500 matches each, ~0.8 µs a match); counting this, 1-2 ms.
+ */
+const resolvedMatchWorkUnits = 20;
+
+/**
  * The k earliest Users offered, in creation order, in O(k) memory. Offers that come in creation order
  * (the index's order, unless an import added older Users) are simply appended; otherwise the buffer is
  * sorted and cut back to k whenever it reaches 2k, so an offer costs O(log k) amortized.
@@ -52,8 +60,10 @@ class EarliestUsers {
  * index's matches are taken instead: in creation order only until the page and one more lie past the
  * cursor, otherwise all of them, keeping the earliest. Measured at 1,000,000 Users, page of 100 from the
  * middle: ~0.1 ms for a term every User matches, ~1.3 ms for a rare one, ~5 ms for one matching 1%
- * (whole-kind pages: ~0.02 ms). While the trigram index is still being built after start-up, the index
- * scans the Users it has not reached yet.
+ * (whole-kind pages: ~0.02 ms); measured again once in slices (a generated million like the benchmark's):
+ * 0.05 ms, 0.4-0.7 ms and 2.7 ms, the last in 4 slices of 1-2 ms; 27 ms for a term 6.5% match, in 29.
+ * While the trigram index is still being built after start-up, the index scans the Users it has not
+ * reached yet.
  *
  * The walk is bounded by its own budget and done in the first step; the index's matches are taken a
  * slice at a time (step's workMax), so a term matching most Users or too short for a trigram never holds
@@ -87,14 +97,17 @@ export class PagedSearch {
       const walked = this.order.after(this.after, this.limit, (id) => searchHaystack(this.users.get(id)!).includes(this.termLower), budget);
       if (walked !== undefined) return { items: walked.items.map((id) => this.users.get(id)!), more: walked.more };
     }
-    const spentBefore = this.matches.workDone;
+    let spent = 0;
     // In creation order the matches past the cursor are a suffix, so only as many as still missing are
-    // asked for; a step may then end early with matches before the cursor, and is repeated in the budget.
+    // asked for; a cursor step may then end early with matches before the cursor, and is repeated.
     while (!this.matches.done && !(this.inOrder && this.kept.missing === 0)) {
-      const left = workMax - (this.matches.workDone - spentBefore);
+      const left = workMax - spent;
       if (left <= 0) return undefined;
+      const affordable = Math.ceil(left / resolvedMatchWorkUnits);
+      const before = this.matches.workDone;
       this.batch.length = 0;
-      this.matches.step(this.batch, this.inOrder ? this.kept.missing : Number.POSITIVE_INFINITY, left);
+      this.matches.step(this.batch, Math.min(affordable, this.inOrder ? this.kept.missing : Number.POSITIVE_INFINITY), left);
+      spent += this.matches.workDone - before + this.batch.length * resolvedMatchWorkUnits;
       for (const id of this.batch) {
         // The cursor reports only live users, and nothing runs between its step and this loop.
         const user = this.users.get(id);

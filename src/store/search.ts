@@ -9,7 +9,7 @@
 // (buildStep, driven from outside the store) while searches scan the users not yet indexed, so start-up
 // never waits for them. Stale postings are dropped in place by the same steps, the index answering throughout.
 //
-// A search is a SearchCursor, stepped a bounded slice of work at a time by the caller (src/service/slices.ts),
+// A search is a SearchCursor, stepped a bounded slice of work at a time by the caller (src/service/search-slices.ts),
 // so neither a scan (a term under 3 characters, or users not indexed yet) nor a long intersection holds the
 // event loop for longer than a slice; the store itself stays synchronous.
 
@@ -169,12 +169,12 @@ export class SearchCursor {
   /** The term's distinct trigram keys; undefined when it is too short for one and is scanned. */
   private readonly keys: number[] | undefined;
 
+  private workTotal = 0;
+
   constructor(private readonly source: DocSource, private readonly termLower: string) {
     this.finished = termLower.length === 0 || termLower.includes(fieldSeparator);
     this.keys = termLower.length < 3 ? undefined : [...trigramKeys(termLower)];
   }
-
-  private workTotal = 0;
 
   /** Units of work done by all steps so far, for a caller that shares one budget among several steps. */
   get workDone(): number {
