@@ -23,7 +23,7 @@ export interface Reply {
   /** The whole body, or with `stream` the part sent first. */
   readonly body: string;
   readonly headers?: readonly (readonly [string, string])[];
-  /** The rest of the body, produced a chunk at a time as the client drains it (chunked transfer encoding). */
+  /** The rest of the body, produced a chunk at a time as the client drains it (chunked transfer encoding); an empty chunk ends the turn. */
   readonly stream?: Iterator<string>;
   /** Instead of application/json (GET /metrics answers Prometheus text). */
   readonly contentType?: string;
@@ -200,6 +200,8 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
         settle(state, meta, reply);
         return;
       }
+      // The producer did a slice of work and yields the event loop (streamPause, src/http/pipeline.ts).
+      if (next.value === '') break;
       if (!res.write(next.value)) {
         res.onWritable(() => {
           setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });

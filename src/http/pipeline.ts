@@ -31,10 +31,24 @@ export type RouteResult = {
 /** Characters gathered from rendered items before a chunk is handed to the socket. */
 const streamChunkChars = 64 * 1024;
 
+/**
+ * An item of a `list` that is no item: its producer has just done a slice of work (a search matched
+ * lazily) and asks for the rest of the event-loop turn to go to others. What was gathered goes out as a
+ * short chunk, then an empty one, which the adapter takes as the end of its turn; so one chunk never
+ * waits on more than one slice, however few matches the slices find.
+ */
+export const streamPause = '';
+
 function* listChunks(items: Iterable<string>, req: HttpRequest): Generator<string> {
   let chunk = '';
   let first = true;
   for (const item of items) {
+    if (item === streamPause) {
+      if (chunk !== '') yield chunk;
+      chunk = '';
+      yield streamPause;
+      continue;
+    }
     chunk += first ? item : `,${item}`;
     first = false;
     if (chunk.length >= streamChunkChars) {

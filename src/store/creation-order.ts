@@ -27,6 +27,14 @@ export function precedes(aAt: number, aId: string, bAt: number, bId: string): bo
   return aAt < bAt || (aAt === bAt && aId < bId);
 }
 
+/** Any entity: what creation order is made of. */
+export type Created = { readonly id: string; readonly createdAt: number };
+
+/** Comparator for sorting entities into creation order. */
+export function byCreation(a: Created, b: Created): number {
+  return a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
 export class CreationOrder {
   // Parallel arrays: typed arrays keep a million entries to ~9 bytes each beside the shared id strings.
   private at = new Float64Array(initialCapacity);

@@ -1,15 +1,14 @@
 // The in-memory state: entity Maps and their indexes, changed only by apply(record), which is pure and deterministic.
 
-import {
-  pageSearchProbeMatchesMax, pageSearchWalkSlotsMin, pageSearchWalkSlotsPerItem, pageSubsetWalkSlotsMin,
-} from '../config/limits.js';
+import { pageSubsetWalkSlotsMin } from '../config/limits.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
 import { compactEntity, compactUser, StringTable } from './compact.js';
-import { CreationOrder, precedes, type Page, type PagePosition } from './creation-order.js';
+import { byCreation, CreationOrder, precedes, type Created, type Page, type PagePosition } from './creation-order.js';
 import { MemberIndex } from './members.js';
-import { searchHaystack, UserSearchIndex } from './search.js';
+import { PagedSearch } from './search-page.js';
+import { UserSearchIndex } from './search.js';
 
 type Section = { kind: EntityKind; entries: () => Iterator<unknown> };
 
@@ -41,12 +40,6 @@ function trackOrder(order: CreationOrder, old: { id: string; createdAt: number }
     order.remove(old.id, old.createdAt);
   }
   order.add(value.id, value.createdAt);
-}
-
-type Created = { readonly id: string; readonly createdAt: number };
-
-function byCreation(a: Created, b: Created): number {
-  return a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 function resolvePage<T>(page: Page<string>, map: ReadonlyMap<string, T>): Page<T> {
@@ -395,39 +388,17 @@ export class State {
     return pageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, after, limit);
   }
 
-  /**
-   * Users matching a lowercase search term, in creation order after `after`. The search index answers
-   * in insertion order, which is creation order unless an import added older users (`inOrder`).
-   * A later page first walks creation order from the cursor testing each User's haystack, for a
-   * frequent term the cheapest way; if the short walk does not fill the page, the term is rarer and the
-   * index's matches are asked for, at most pageSearchProbeMatchesMax of them unless the page lies beyond.
-   * Measured at 1,000,000 Users, page of 100 from the middle: ~0.1 ms for a term every User matches,
-   * ~1.3 ms for a rare one, ~5 ms for one matching 1% (whole-kind pages: ~0.02 ms). While the trigram
-   * index is still being built after start-up, the index scans the Users it has not reached yet.
-   */
+  /** A page of Users matching a lowercase search term, to be worked out in bounded steps (src/store/search-page.ts). */
+  beginPageSearch(termLower: string, after: PagePosition | undefined, limit: number): PagedSearch {
+    return new PagedSearch(this.users, this.userOrder, this.search, termLower, after, limit);
+  }
+
+  /** The same page in one synchronous call, however long it takes: for tests and tools, not for requests. */
   pageSearch(termLower: string, after: PagePosition | undefined, limit: number): Page<User> {
-    if (termLower.length === 0 || termLower.includes('\u0000')) return { items: [], more: false };
-    const inOrder = this.userOrder.appendOnly;
-    if (after === undefined && inOrder) {
-      const ids = this.search.search(termLower, limit + 1);
-      return { items: ids.slice(0, limit).map((id) => this.users.get(id)!), more: ids.length > limit };
-    }
-    const budget = Math.max(pageSearchWalkSlotsMin, limit * pageSearchWalkSlotsPerItem);
-    const walked = this.userOrder.after(after, limit, (id) => searchHaystack(this.users.get(id)!).includes(termLower), budget);
-    if (walked !== undefined) return resolvePage(walked, this.users);
-    const beyond = (u: User): boolean => after === undefined || precedes(after.createdAt, after.id, u.createdAt, u.id);
-    let ids = this.search.search(termLower, pageSearchProbeMatchesMax);
-    if (ids.length === pageSearchProbeMatchesMax) {
-      if (inOrder) {
-        // The first matches in creation order: enough of them past the cursor make the page.
-        const past = ids.map((id) => this.users.get(id)!).filter(beyond);
-        if (past.length > limit) return { items: past.slice(0, limit), more: true };
-      }
-      ids = this.search.search(termLower, Number.POSITIVE_INFINITY);
-    }
-    const users = ids.map((id) => this.users.get(id)!).filter(beyond);
-    if (!inOrder) users.sort(byCreation);
-    return { items: users.slice(0, limit), more: users.length > limit };
+    const search = this.beginPageSearch(termLower, after, limit);
+    let page: Page<User> | undefined;
+    while ((page = search.step(Number.POSITIVE_INFINITY)) === undefined);
+    return page;
   }
 
   private usersIn(ids: readonly string[]): User[] {

@@ -131,6 +131,16 @@ export class InProcessApp {
   }
 
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<AppResponse> {
+    const reply = await this.reply(method, path, opts);
+    let text = reply.body;
+    if (reply.stream !== undefined) for (let next = reply.stream.next(); next.done !== true; next = reply.stream.next()) text += next.value;
+    let json: unknown;
+    try { json = JSON.parse(text); } catch { json = undefined; }
+    return { status: reply.status, body: text, json, headers: reply.headers ?? [] };
+  }
+
+  /** The pipeline's Reply as it is, a streamed body not yet read: for a test that reads it a chunk at a time. */
+  async reply(method: string, path: string, opts: RequestOptions = {}): Promise<Reply> {
     const auth = opts.auth === undefined ? { username: appAdminEmail, password: appAdminPassword } : opts.auth;
     const authorization = auth === null ? '' : typeof auth === 'string' ? auth : `Basic ${Buffer.from(`${auth.username}:${auth.password}`, 'utf8').toString('base64')}`;
     let body: Buffer | undefined;
@@ -144,17 +154,11 @@ export class InProcessApp {
       method, path, query: opts.query ?? '', authorization, contentType, remoteAddress: opts.remoteAddress ?? '127.0.0.1',
       body, startedAt: performance.now(),
     } as HttpRequest;
-    let reply: Reply;
     try {
-      reply = await this.handle(req);
+      return await this.handle(req);
     } catch (err) {
       throw new Error(`${method} ${path}: the pipeline threw instead of answering: ${(err as Error).stack ?? String(err)}`);
     }
-    let text = reply.body;
-    if (reply.stream !== undefined) for (let next = reply.stream.next(); next.done !== true; next = reply.stream.next()) text += next.value;
-    let json: unknown;
-    try { json = JSON.parse(text); } catch { json = undefined; }
-    return { status: reply.status, body: text, json, headers: reply.headers ?? [] };
   }
 
   get(path: string, opts?: RequestOptions): Promise<AppResponse> { return this.request('GET', path, opts); }

@@ -3,11 +3,13 @@
 import { validatePasswordHash } from '../../auth/hash-pool.js';
 import { searchResultsInlineMax, searchTermCharsMax } from '../../config/limits.js';
 import { DomainError, invalidField } from '../../domain/errors.js';
+import { firstMatches, laterMatches, searchPage, whenReady } from '../../service/search-slices.js';
 import * as decide from '../../store/decide.js';
+import type { SearchCursor } from '../../store/search.js';
 import { hasLoneSurrogate } from '../schema.js';
 import { userCreate, userUpdate } from '../bodies.js';
 import { pageRequest, pageResult } from '../paging.js';
-import type { RouteSpec } from '../pipeline.js';
+import { streamPause, type RouteResult, type RouteSpec } from '../pipeline.js';
 import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
 
 function* map<T, U>(items: Iterable<T>, fn: (item: T) => U): Generator<U> {
@@ -28,6 +30,23 @@ function searchTerm(raw: string): string {
 }
 
 export function userRoutes({ state, committer, renderer, pool }: RouteDeps): RouteSpec[] {
+  /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
+  function* rendered(ids: readonly string[], cached: boolean): Generator<string> {
+    for (const id of ids) {
+      const user = state.user(id);
+      if (user !== undefined) yield renderer.userFull(user, cached);
+    }
+  }
+
+  /** The matches found so far, then a slice of matching per item at most, a pause after each slice. */
+  function* streamedMatches(found: readonly string[], cursor: SearchCursor): Generator<string> {
+    yield* rendered(found, false);
+    for (const more of laterMatches(cursor)) {
+      yield* rendered(more, false);
+      yield streamPause;
+    }
+  }
+
   return [
     {
       method: 'GET', pattern: '/users',
@@ -40,15 +59,21 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
     },
     {
       method: 'GET', pattern: '/users/search/:search',
+      // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
       handler: ({ params, query }) => {
         const page = pageRequest(query);
+        const term = searchTerm(params['search'] ?? '');
         if (page !== undefined) {
-          return { result: pageResult('users', state.pageSearch(searchTerm(params['search'] ?? ''), page.after, page.limit), (u) => renderer.userFull(u)) };
+          return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, (u) => renderer.userFull(u)) }));
         }
-        const ids = state.search.search(searchTerm(params['search'] ?? ''), Number.POSITIVE_INFINITY);
-        if (ids.length <= searchResultsInlineMax) return { result: list('users', ids.map((id) => renderer.userFull(state.user(id)!))) };
-        // A short term can match most users: stream them like GET /users, without filling the render cache.
-        return { list: { key: 'users', items: map(ids, (id) => renderer.userFull(state.user(id)!, false)) } };
+        const cursor = state.search.cursor(term);
+        return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => {
+          // Fewer than asked for means the cursor is done: these are all.
+          if (ids.length <= searchResultsInlineMax) return { result: list('users', [...rendered(ids, true)]) };
+          // A short term can match most users: stream them like GET /users, without filling the render cache,
+          // and match the rest as the client drains them.
+          return { list: { key: 'users', items: streamedMatches(ids, cursor) } };
+        });
       },
     },
     {
