@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { searchResultsInlineMax } from '../src/config/limits.js';
+import { joined } from '../src/http/adapter.js';
 import * as decide from '../src/store/decide.js';
 import { InProcessApp, resultOf } from './helpers/fault-app.js';
 import { PowerLossStorage } from './helpers/fault-storage.js';
@@ -40,7 +41,7 @@ test('users deleted while a search streams are skipped, whether found before the
   assert.equal(reply.status, 200);
   const stream = reply.stream;
   assert.ok(stream !== undefined, 'more matches than fit inline are streamed');
-  let text = reply.body;
+  let text = joined(reply.body);
   const first = stream.next();
   assert.equal(first.done, false);
   text += first.value;

@@ -18,10 +18,22 @@ export interface HttpRequest {
   readonly startedAt: number;
 }
 
+/**
+ * A body's text, whole or in pieces that are sent one after another. Pieces are encoded one by one, never
+ * joined first: joining a large cached piece (a rendered User) with its envelope copied it into a new
+ * string on every reply, a fifth of what an authentication allocated (measured, heap sampling).
+ */
+export type BodyText = string | readonly string[];
+
+/** The text of a body as one string (for tests and the rare reply that is too long for the encode buffer). */
+export function joined(text: BodyText): string {
+  return typeof text === 'string' ? text : text.join('');
+}
+
 export interface Reply {
   readonly status: number;
   /** The whole body, or with `stream` the part sent first. */
-  readonly body: string;
+  readonly body: BodyText;
   readonly headers?: readonly (readonly [string, string])[];
   /** The rest of the body, produced a chunk at a time as the client drains it (chunked transfer encoding); an empty chunk ends the turn. */
   readonly stream?: Iterator<string>;
@@ -75,11 +87,16 @@ const contentTypeName = Buffer.from('Content-Type');
 const jsonContentType = Buffer.from('application/json');
 const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
 
-/** The body as bytes in replyScratch (valid until the next call), or as it is when it may not fit. */
-function encodedBody(body: string): string | Buffer {
+/** The body as bytes in replyScratch (valid until the next call), or as one string when it may not fit. */
+function encodedBody(body: BodyText): string | Buffer {
+  const pieces = typeof body === 'string' ? [body] : body;
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
   // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
-  if (body.length * 3 > replyEncodeBytesMax) return body;
-  return replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
+  if (length * 3 > replyEncodeBytesMax) return joined(body);
+  let end = 0;
+  for (const piece of pieces) end += replyScratch.write(piece, end, 'utf8');
+  return replyScratch.subarray(0, end);
 }
 
 /**
@@ -228,7 +245,7 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     state.streaming = true;
     res.cork(() => {
       writeHead(res, reply);
-      res.write(reply.body);
+      res.write(encodedBody(reply.body));
       pumpStream(res, state, meta, reply, stream);
     });
   };

@@ -4,7 +4,7 @@ import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
 import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
-import type { HttpRequest, Reply } from './adapter.js';
+import { joined, type BodyText, type HttpRequest, type Reply } from './adapter.js';
 import { Router, type Method } from './router.js';
 import type { AuditEntry } from '../service/audit.js';
 
@@ -26,7 +26,7 @@ export type RouteResult = {
   /** Send `result` as it is, with this Content-Type, instead of inside the envelope (GET /metrics, GET /openapi.json). */
   readonly contentType?: string;
   readonly headers?: readonly (readonly [string, string])[];
-} & ({ readonly result: string; readonly list?: undefined } | { readonly list: { readonly key: string; readonly items: Iterable<string> } });
+} & ({ readonly result: BodyText; readonly list?: undefined } | { readonly list: { readonly key: string; readonly items: Iterable<string> } });
 
 /** Characters gathered from rendered items before a chunk is handed to the socket. */
 const streamChunkChars = 64 * 1024;
@@ -88,8 +88,13 @@ function elapsedSeconds(req: HttpRequest): string {
   return ((performance.now() - req.startedAt) / 1000).toFixed(6);
 }
 
-export function envelope(req: HttpRequest, resultJson: string): string {
-  return `{"service":{"result":${resultJson},"elapsed":${elapsedSeconds(req)}}}`;
+/** The envelope around a result, as pieces: the result's own pieces are not copied into a new string (see BodyText). */
+export function envelope(req: HttpRequest, result: BodyText): readonly string[] {
+  const pieces = ['{"service":{"result":'];
+  if (typeof result === 'string') pieces.push(result);
+  else for (const piece of result) pieces.push(piece);
+  pieces.push(`,"elapsed":${elapsedSeconds(req)}}}`);
+  return pieces;
 }
 
 export function errorReply(req: HttpRequest, code: ErrorCode, message?: string, extra?: { result?: Record<string, unknown>; retryAfterS?: number; headers?: [string, string][] }): Reply {
@@ -135,8 +140,8 @@ export function routeKey(route: { readonly method: string; readonly pattern: str
 const createdPrefix = /^\{"([a-z_]+)":\{"id":"([0-9A-Za-z]+)"/;
 
 /** `{"<kind>":{"id":...}}` of a create's result, as `{ <kind>: id }`; nothing for any other shape. */
-function createdId(result: string): Record<string, string> {
-  const m = createdPrefix.exec(result);
+function createdId(result: BodyText): Record<string, string> {
+  const m = createdPrefix.exec(joined(result));
   return m === null ? {} : { [m[1]!]: m[2]! };
 }
 
@@ -157,7 +162,7 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
   };
 
   /** The audit line of a mutation: path ids, plus the created entity's id for a successful POST. */
-  const auditMutation = (req: HttpRequest, key: string, params: Record<string, string>, caller: User, outcome: string, result?: string): void => {
+  const auditMutation = (req: HttpRequest, key: string, params: Record<string, string>, caller: User, outcome: string, result?: BodyText): void => {
     const targets: Record<string, string> = { ...params };
     if (result !== undefined && req.method === 'POST') Object.assign(targets, createdId(result));
     deps.audit?.({ action: key, caller: caller.id, targets, outcome, address: req.remoteAddress });

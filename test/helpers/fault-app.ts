@@ -9,7 +9,7 @@ import { ApiKeySecrets } from '../../src/auth/apikey-secrets.js';
 import { HashPool } from '../../src/auth/hash-pool.js';
 import { BruteForceLimiter, type LimiterSettings } from '../../src/auth/limiter.js';
 import { VerifyCache } from '../../src/auth/verify-cache.js';
-import type { HttpRequest, Reply } from '../../src/http/adapter.js';
+import { joined, type HttpRequest, type Reply } from '../../src/http/adapter.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { createPipeline } from '../../src/http/pipeline.js';
 import { Renderer } from '../../src/http/render.js';
@@ -132,7 +132,7 @@ export class InProcessApp {
 
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<AppResponse> {
     const reply = await this.reply(method, path, opts);
-    let text = reply.body;
+    let text = joined(reply.body);
     if (reply.stream !== undefined) for (let next = reply.stream.next(); next.done !== true; next = reply.stream.next()) text += next.value;
     let json: unknown;
     try { json = JSON.parse(text); } catch { json = undefined; }

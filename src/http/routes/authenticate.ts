@@ -25,7 +25,7 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
         const answer = (user: User | undefined): RouteResult => {
           metrics.authenticated(type, user !== undefined);
           // Every failure looks the same: no hint of which check refused.
-          return { result: user === undefined ? notAuthenticated : `{"authenticated":true,"user":${renderer.userFull(user)}}` };
+          return { result: user === undefined ? notAuthenticated : ['{"authenticated":true,"user":', renderer.userFull(user), '}'] };
         };
         const user = authenticator.authenticate(
           input.application!, type, credential.username!, credential.password!,

@@ -29,8 +29,9 @@ export function pathId(params: Readonly<Record<string, string>>, name: string): 
   return value;
 }
 
-export function keyed(key: string, json: string): string {
-  return `{"${key}":${json}}`;
+/** `{"<key>":<json>}` in pieces, so a large cached json is not copied into a new string (BodyText, src/http/adapter.ts). */
+export function keyed(key: string, json: string): readonly string[] {
+  return [`{"${key}":`, json, '}'];
 }
 
 export function list(key: string, items: readonly string[]): string {
