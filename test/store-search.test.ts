@@ -5,15 +5,7 @@ import { test } from 'node:test';
 import type { User } from '../src/domain/entities.js';
 import { UserSearchIndex } from '../src/store/search.js';
 import { prng } from './helpers/prng.js';
-
-
-const syllables = ['an', 'bo', 'ca', 'de', 'él', 'fu', 'gi', 'ho', 'ix', 'ju', 'ka', 'lö', 'mi', 'no', '日本', 'zz'];
-
-function word(rand: () => number, parts: number): string {
-  let w = '';
-  for (let i = 0; i < parts; i++) w += syllables[Math.floor(rand() * syllables.length)];
-  return w;
-}
+import { word } from './helpers/search-words.js';
 
 function user(rand: () => number, id: string): User {
   const keys = rand() < 0.3 ? [{ id: `K${id.toUpperCase().padEnd(24, 'X')}`, name: '', description: '', status: 'ENABLED' as const, nonce: 'n', createdAt: 1, modifiedAt: 1 }] : [];
