@@ -149,3 +149,43 @@ test('an empty term, or one holding the field separator, is done at once with no
     assert.deepEqual(out, []);
   }
 });
+
+test('haystacks left to be made after a bulk load answer for the current User, whenever they are made', () => {
+  for (const seed of [7, 8, 9]) {
+    const rand = prng(seed);
+    const live = new Map<string, User>();
+    const index = new UserSearchIndex((id) => live.get(id));
+    index.defer(); // a snapshot load: haystacks are made by the build or by the first scan that needs them
+    const ids: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const u = user(rand, `u${i}`);
+      live.set(u.id, u);
+      ids.push(u.id);
+      index.upsert(u);
+    }
+    const model = (term: string): string[] => ids.filter((id) => live.has(id) && searchHaystack(live.get(id)!).includes(term));
+    for (let phase = 0; phase < 3; phase++) {
+      // Users changed and deleted before their haystack is made, while the build runs, and after.
+      for (let i = 0; i < 30; i++) {
+        const id = ids[Math.floor(rand() * ids.length)]!;
+        if (!live.has(id)) continue;
+        if (rand() < 0.3) {
+          live.delete(id);
+          index.remove(id);
+        } else {
+          const changed = user(rand, id);
+          live.set(id, changed);
+          index.upsert(changed);
+        }
+      }
+      if (phase === 1) for (let i = 0; i < 10; i++) index.buildStep(13);
+      if (phase === 2) while (index.buildStep(50));
+      for (let i = 0; i < 100; i++) {
+        const term = randomTerm(rand);
+        const where = `seed ${seed}, phase ${phase}, term "${term}"`;
+        assert.deepEqual(stepToEnd(index.cursor(term), 1 + Math.floor(rand() * 40)), model(term), where);
+        assert.deepEqual(index.search(term, Infinity), model(term), `${where}, in one call`);
+      }
+    }
+  }
+});

@@ -98,7 +98,7 @@ export class State {
   private readonly usersByGroup = new MemberIndex((group, id) => this.users.get(id)?.groups.includes(group) === true);
   private readonly usersByOrganization = new MemberIndex((org, id) => this.users.get(id)?.organization === org);
   private readonly userIdByApikey = new Map<string, string>();
-  readonly search = new UserSearchIndex();
+  readonly search = new UserSearchIndex((id) => this.users.get(id));
   /** Creation order per kind, for paged listings (src/store/creation-order.ts). */
   private readonly applicationOrder = new CreationOrder();
   private readonly groupOrder = new CreationOrder();
