@@ -161,6 +161,8 @@ interface DocSource {
  * User's fields) against ~37 ns for checking one already made, measured over a million generated Users.
  */
 const haystackMadeWorkUnits = 16;
+/** Haystacks the build makes per doc it indexes in a step: making one (~0.6 us) is cheaper than indexing it (~6 us). */
+const haystackDocsPerIndexedDoc = 4;
 
 /**
  * One search, walked a bounded slice at a time so that the caller can let the event loop run between
@@ -325,6 +327,8 @@ export class UserSearchIndex {
   /** While stale postings are dropped (buildStep): the next list to compact and the doc to resume it at; -1 when idle. */
   private compactingList = -1;
   private compactingFromDoc = 0;
+  /** Docs below this have their haystack made (or are deleted); the build makes them all before any postings. */
+  private haystacksMadeUpTo = 0;
   /** Expected growth of the lists while the bulk build runs (see postingsPredictFrom); 2 otherwise. */
   private growth = 2;
   /** What cursors read: made once, so a search allocates no closure for it. */
@@ -348,6 +352,7 @@ export class UserSearchIndex {
       }
       const haystack = searchHaystack(user);
       this.haystackOfDoc.push(haystack);
+      if (doc === this.haystacksMadeUpTo) this.haystacksMadeUpTo = doc + 1;
       if (!this.deferred && doc === this.indexedUpTo) {
         this.indexDoc(doc, haystack, undefined);
         this.indexedUpTo = doc + 1;
@@ -399,7 +404,13 @@ export class UserSearchIndex {
    * work remains. Called a chunk per event-loop turn.
    */
   buildStep(docsMax: number): boolean {
-    if (this.indexedUpTo < this.userOfDoc.length) {
+    if (this.haystacksMadeUpTo < this.userOfDoc.length) {
+      // All haystacks first, in a pass of their own: made without the postings' arrays in between, they end
+      // up side by side in memory, and a scan over them (a short term) runs 2.2x faster (35 vs 78 ms at 1M).
+      const end = Math.min(this.userOfDoc.length, this.haystacksMadeUpTo + docsMax * haystackDocsPerIndexedDoc);
+      for (let doc = this.haystacksMadeUpTo; doc < end; doc++) if (this.haystackOfDoc[doc] === null) this.haystackAt(doc);
+      this.haystacksMadeUpTo = end;
+    } else if (this.indexedUpTo < this.userOfDoc.length) {
       const end = Math.min(this.userOfDoc.length, this.indexedUpTo + docsMax);
       this.growth = end === 0 ? 2 : (this.userOfDoc.length / end) * postingsGrowthSlack;
       for (let doc = this.indexedUpTo; doc < end; doc++) {
@@ -436,7 +447,8 @@ export class UserSearchIndex {
     const out: string[] = [];
     if (termLower.length === 0 || termLower.includes(fieldSeparator)) return out;
     for (let doc = 0; doc < this.haystackOfDoc.length && out.length < limit; doc++) {
-      const haystack = this.haystackAt(doc);
+      let haystack = this.haystackOfDoc[doc];
+      if (haystack === null) haystack = this.haystackAt(doc);
       if (haystack !== undefined && haystack.includes(termLower)) out.push(this.userOfDoc[doc]!);
     }
     return out;
