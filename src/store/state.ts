@@ -90,14 +90,16 @@ export class State {
   private readonly organizations = new Map<string, Organization>();
   private readonly users = new Map<string, User>();
 
-  private readonly userIdByEmail = new Map<string, string>();
+  /** Lowercased email -> the current User itself (not its id): an authentication by email is one lookup, not two. */
+  private readonly userByEmailKey = new Map<string, User>();
   private readonly groupIdByName = new Map<string, string>();
   private readonly organizationIdByName = new Map<string, string>();
   private readonly groupIdsByApplication = new Map<string, Set<string>>();
   private readonly usersByApplication = new MemberIndex((app, id) => this.users.get(id)?.applications.includes(app) === true);
   private readonly usersByGroup = new MemberIndex((group, id) => this.users.get(id)?.groups.includes(group) === true);
   private readonly usersByOrganization = new MemberIndex((org, id) => this.users.get(id)?.organization === org);
-  private readonly userIdByApikey = new Map<string, string>();
+  /** API Key id -> the current User that holds it (as above: one lookup). */
+  private readonly userByApikeyId = new Map<string, User>();
   readonly search = new UserSearchIndex((id) => this.users.get(id));
   /** Creation order per kind, for paged listings (src/store/creation-order.ts). */
   private readonly applicationOrder = new CreationOrder();
@@ -209,11 +211,11 @@ export class State {
     const email = user.email.toLowerCase();
     if (old !== undefined) {
       const oldEmail = old.email.toLowerCase();
-      if (oldEmail !== email && this.userIdByEmail.get(oldEmail) === user.id) this.userIdByEmail.delete(oldEmail);
-      for (const key of old.apikeys) if (this.userIdByApikey.get(key.id) === user.id) this.userIdByApikey.delete(key.id);
+      if (oldEmail !== email && this.userByEmailKey.get(oldEmail)?.id === user.id) this.userByEmailKey.delete(oldEmail);
+      for (const key of old.apikeys) if (this.userByApikeyId.get(key.id)?.id === user.id) this.userByApikeyId.delete(key.id);
     }
-    this.userIdByEmail.set(email, user.id);
-    for (const key of user.apikeys) this.userIdByApikey.set(key.id, user.id);
+    this.userByEmailKey.set(email, user);
+    for (const key of user.apikeys) this.userByApikeyId.set(key.id, user);
     reindex(this.usersByApplication, user.id, old?.applications ?? noIds, user.applications);
     reindex(this.usersByGroup, user.id, old?.groups ?? noIds, user.groups);
     if (old?.organization !== user.organization) {
@@ -228,8 +230,8 @@ export class State {
     if (old === undefined) return;
     this.users.delete(id);
     const email = old.email.toLowerCase();
-    if (this.userIdByEmail.get(email) === id) this.userIdByEmail.delete(email);
-    for (const key of old.apikeys) if (this.userIdByApikey.get(key.id) === id) this.userIdByApikey.delete(key.id);
+    if (this.userByEmailKey.get(email)?.id === id) this.userByEmailKey.delete(email);
+    for (const key of old.apikeys) if (this.userByApikeyId.get(key.id)?.id === id) this.userByApikeyId.delete(key.id);
     reindex(this.usersByApplication, id, old.applications, noIds);
     reindex(this.usersByGroup, id, old.groups, noIds);
     this.usersByOrganization.remove(old.organization, id);
@@ -311,13 +313,11 @@ export class State {
   user(id: string): User | undefined { return this.users.get(id); }
 
   userByEmail(email: string): User | undefined {
-    const id = this.userIdByEmail.get(email.toLowerCase());
-    return id === undefined ? undefined : this.users.get(id);
+    return this.userByEmailKey.get(email.toLowerCase());
   }
 
   userByApikey(keyId: string): User | undefined {
-    const id = this.userIdByApikey.get(keyId);
-    return id === undefined ? undefined : this.users.get(id);
+    return this.userByApikeyId.get(keyId);
   }
 
   groupByName(applicationId: string, name: string): Group | undefined {
