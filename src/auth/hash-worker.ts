@@ -1,13 +1,18 @@
 // One hash worker thread: runs argon2id and bcrypt jobs from the pool one at a time, off the main event loop.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { basename } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { argon2id, bcryptVerify } from 'hash-wasm';
-import { bcryptPasswordBytesMax } from '../config/limits.js';
+import { bcryptPasswordBytesMax, hashWorkerNiceness } from '../config/limits.js';
 import type { HashJob, HashReply, HashRequest, WorkerReady } from './hash-protocol.js';
 
 if (parentPort === null) throw new Error('hash-worker.js must run as a worker thread');
 const port = parentPort;
+
+lowerOwnPriority();
 
 port.on('message', (request: HashRequest) => {
   run(request).then(
@@ -60,5 +65,21 @@ async function run(job: HashJob): Promise<string | boolean> {
       const matched = await bcryptVerify({ password: empty ? Buffer.of(0) : bytes, hash: job.hash });
       return matched && !empty;
     }
+  }
+}
+
+/**
+ * Runs this thread at a lower CPU priority than the event loop and the garbage collector's helper threads:
+ * when the cores are all busy, argon2 waits, not a reply. On two cores with a hash running, the
+ * collector's concurrent marking found no core free, so a full collection of a million-user heap did
+ * its marking in the final pause instead, and a reply could wait 300 ms behind it. Linux only (a thread
+ * is a task there, /proc/thread-self names it); elsewhere, or if refused, the thread runs as it is.
+ */
+function lowerOwnPriority(): void {
+  try {
+    const taskId = Number(basename(readlinkSync('/proc/thread-self')));
+    if (Number.isInteger(taskId) && taskId > 0) setPriority(taskId, hashWorkerNiceness);
+  } catch {
+    // not Linux, or not allowed: the thread keeps the priority it has
   }
 }

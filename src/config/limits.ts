@@ -162,6 +162,8 @@ export const apikeyNonceBytes = 16;
 export const apikeyDerivedSecretsMax = 100_000;
 /** Per-process key of the verified-credential cache's HMAC. */
 export const verifyCacheKeyBytes = 32;
+/** The niceness of a hash worker thread (Linux; 0 is the event loop's): argon2 yields the CPU to replies and the garbage collector. */
+export const hashWorkerNiceness = 10;
 /** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before uWS copies them out (src/http/adapter.ts). */
 export const replyEncodeBytesMax = 64 * 1024;
 /** Random bytes fetched at once for new ids (src/store/ids.ts): ids are public, so a pool of them in memory gives nothing away. */
