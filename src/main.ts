@@ -84,7 +84,6 @@ async function main(): Promise<void> {
   loadUws(config.allowUwsFallback);
   const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
-  pool.prepare();
 
   const started = performance.now();
   // Test-only kill points and disk faults (src/persist/fault-injection.ts); undefined, and so absent, unless set.

@@ -129,14 +129,6 @@ export class HashPool {
     return false;
   }
 
-  /**
-   * Makes the dummy hash now (in a worker) rather than on the first unknown username: otherwise a burst
-   * at start-up waits for it, passes the queue check meanwhile and is shed only when it is ready.
-   */
-  prepare(): void {
-    this.dummyParts().catch(() => undefined);
-  }
-
   /** Terminates the workers; waiting and running jobs reject with HashPoolError. Idempotent. */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
