@@ -30,6 +30,11 @@ export function precedes(aAt: number, aId: string, bAt: number, bId: string): bo
 /** Any entity: what creation order is made of. */
 export type Created = { readonly id: string; readonly createdAt: number };
 
+/** A page of ids as the entities they name (every id must be in the map). */
+export function resolvePage<T>(page: Page<string>, map: ReadonlyMap<string, T>): Page<T> {
+  return { items: page.items.map((id) => map.get(id)!), more: page.more };
+}
+
 /** Comparator for sorting entities into creation order. */
 export function byCreation(a: Created, b: Created): number {
   return a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

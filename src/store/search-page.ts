@@ -2,7 +2,7 @@
 
 import { pageSearchWalkSlotsMin, pageSearchWalkSlotsPerItem } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
-import { byCreation, precedes, type CreationOrder, type Page, type PagePosition } from './creation-order.js';
+import { byCreation, precedes, resolvePage, type CreationOrder, type Page, type PagePosition } from './creation-order.js';
 import { searchHaystack, type SearchCursor, type UserSearchIndex } from './search.js';
 
 /**
@@ -95,7 +95,7 @@ export class PagedSearch {
       this.walked = true;
       const budget = Math.max(pageSearchWalkSlotsMin, this.limit * pageSearchWalkSlotsPerItem);
       const walked = this.order.after(this.after, this.limit, (id) => searchHaystack(this.users.get(id)!).includes(this.termLower), budget);
-      if (walked !== undefined) return { items: walked.items.map((id) => this.users.get(id)!), more: walked.more };
+      if (walked !== undefined) return resolvePage(walked, this.users);
     }
     let spent = 0;
     // In creation order the matches past the cursor are a suffix, so only as many as still missing are

@@ -5,7 +5,7 @@ import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
 import { compactEntity, compactUser, StringTable } from './compact.js';
-import { byCreation, CreationOrder, precedes, type Created, type Page, type PagePosition } from './creation-order.js';
+import { byCreation, CreationOrder, precedes, resolvePage, type Created, type Page, type PagePosition } from './creation-order.js';
 import { MemberIndex } from './members.js';
 import { PagedSearch } from './search-page.js';
 import { UserSearchIndex } from './search.js';
@@ -40,10 +40,6 @@ function trackOrder(order: CreationOrder, old: { id: string; createdAt: number }
     order.remove(old.id, old.createdAt);
   }
   order.add(value.id, value.createdAt);
-}
-
-function resolvePage<T>(page: Page<string>, map: ReadonlyMap<string, T>): Page<T> {
-  return { items: page.items.map((id) => map.get(id)!), more: page.more };
 }
 
 /**
@@ -402,7 +398,6 @@ export class State {
   }
 
   private usersIn(ids: readonly string[]): User[] {
-    const users = ids.map((id) => this.users.get(id)!);
-    return users.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    return ids.map((id) => this.users.get(id)!).sort(byCreation);
   }
 }
