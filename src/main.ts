@@ -24,6 +24,7 @@ import { BruteForceLimiter } from './auth/limiter.js';
 import { Audit, batchingSink, logSafe, type AuditSink } from './service/audit.js';
 import { Authenticator } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
+import { whenReady } from './service/when-ready.js';
 import { MicrosClock } from './store/clock.js';
 import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
@@ -156,10 +157,7 @@ async function main(): Promise<void> {
   handle = createPipeline(routes, {
     realm: config.realm,
     audit: (entry) => audit.record(entry),
-    caller: (username, password, address) => {
-      const caller = authenticator.caller(username, password, address);
-      return caller instanceof Promise ? caller.then(counted) : counted(caller);
-    },
+    caller: (username, password, address) => whenReady(authenticator.caller(username, password, address), counted),
     onUnexpected: (err, req) => {
       // A failed write was cut back (from the log and from memory): refuse this change, keep serving.
       if (err instanceof WalError && err.code === 'wal_cut_back') return 'storage_unavailable';

@@ -25,11 +25,6 @@ async function laterSlices<T>(step: () => T | undefined): Promise<T> {
   }
 }
 
-/** fn(value) at once when value is at hand, else once it is: a synchronous answer stays synchronous. */
-export function whenReady<T, U>(value: T | Promise<T>, fn: (value: T) => U): U | Promise<U> {
-  return value instanceof Promise ? value.then(fn) : fn(value);
-}
-
 /** The cursor's first `countMax` matches (fewer only when there are no more), a slice per turn. */
 export function firstMatches(cursor: SearchCursor, countMax: number): string[] | Promise<string[]> {
   const found: string[] = [];

@@ -1,5 +1,6 @@
 // POST /authenticate and GET /health.
 
+import { whenReady } from '../../service/when-ready.js';
 import { authenticate } from '../bodies.js';
 import type { User } from '../../domain/entities.js';
 import type { RouteResult, RouteSpec } from '../pipeline.js';
@@ -31,7 +32,7 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
           input.application!, type, credential.username!, credential.password!,
           { address, peer: req.remoteAddress, caller: caller?.id },
         );
-        return user instanceof Promise ? user.then(answer) : answer(user);
+        return whenReady(user, answer);
       },
     },
   ];

@@ -3,7 +3,8 @@
 import { validatePasswordHash } from '../../auth/hash-pool.js';
 import { searchResultsInlineMax, searchTermCharsMax } from '../../config/limits.js';
 import { DomainError, invalidField } from '../../domain/errors.js';
-import { firstMatches, laterMatches, searchPage, whenReady } from '../../service/search-slices.js';
+import { firstMatches, laterMatches, searchPage } from '../../service/search-slices.js';
+import { whenReady } from '../../service/when-ready.js';
 import * as decide from '../../store/decide.js';
 import type { SearchCursor } from '../../store/search.js';
 import { hasLoneSurrogate } from '../schema.js';
