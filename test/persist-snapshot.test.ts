@@ -1,15 +1,16 @@
-// Msgpack snapshots: chunked round trip, fuzzy writes under concurrent change, and SnapshotError for damaged or unfinished files.
+// Msgpack snapshots: chunked round trip, the string dictionary, fuzzy writes under concurrent change, and SnapshotError for damaged or unfinished files.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { snapshotChunkEntities } from '../src/config/limits.js';
+import { snapshotChunkEntities, snapshotSharedStringCharsMax, snapshotSharedStringsMax } from '../src/config/limits.js';
 import { entityKinds, type EntityKind } from '../src/domain/entities.js';
-import { frameHeaderBytes } from '../src/persist/codec.js';
+import { frame, frameHeaderBytes, packr } from '../src/persist/codec.js';
 import { snapshotFileName } from '../src/persist/layout.js';
-import { readSnapshot, readSnapshotChunks, SnapshotError, writeSnapshot } from '../src/persist/snapshot.js';
+import { readSnapshot, readSnapshotChunks, SnapshotError, snapshotFormatVersion, snapshotMagic, writeSnapshot } from '../src/persist/snapshot.js';
 import { NodeStorage } from '../src/persist/storage.js';
+import { withSharedStrings } from '../src/store/compact.js';
 import { FakeState, HookedStorage, ioError, putUser, record, tempDir, turn, user } from './helpers/persist-fixtures.js';
 
 const storage = new NodeStorage();
@@ -204,4 +205,85 @@ test('entity kinds are restored in their own sections', async (t) => {
   const kinds: EntityKind[] = [...loaded.sections.keys()].sort();
   assert.deepEqual(kinds, ['group', 'meta', 'organization', 'user']);
   assert.deepEqual(loaded.counts, { meta: 1, organization: 1, application: 0, group: 1, user: 3 });
+});
+
+/** Times `needle` occurs in `haystack`. */
+function occurrences(haystack: Buffer, needle: string): number {
+  let n = 0;
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) n++;
+  return n;
+}
+
+test('repeated strings are written once, in the string dictionary, and come back in every entity that had them', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(0);
+  const orgId = 'org-shared-by-everyone-7f3a';
+  const longValue = `long-${'L'.repeat(snapshotSharedStringCharsMax)}`;
+  state.apply(record(11, { op: 'put', kind: 'organization', value: { id: orgId, name: 'Shared', description: '', customData: null, status: 'ENABLED', createdAt: 2, modifiedAt: 2 } }));
+  state.apply(record(12, { op: 'put', kind: 'group', value: { id: 'group-shared-91', name: 'G', description: '', customData: { tier: 'gold-tier-label' }, status: 'ENABLED', application: 'app-1', createdAt: 3, modifiedAt: 3 } }));
+  for (let i = 0; i < 3 * snapshotChunkEntities; i++) {
+    state.maps.get('user')!.set(`u${i}`, user(`u${i}`, `User ${i}`, {
+      organization: orgId, groups: i % 2 === 0 ? ['group-shared-91'] : [],
+      customData: { tier: 'gold-tier-label', n: i, long: longValue, plan: 'plan-value-x' },
+      apikeys: i % 3 === 0 ? [{ id: `k${i}`, name: 'key', status: 'ENABLED', createdAt: 1 } as never] : [],
+    }));
+  }
+  const source = { ...state.snapshotSource(), shareStrings: withSharedStrings };
+  const written = await writeSnapshot(storage, dir, source);
+  const file = readFileSync(written.path);
+  for (const repeated of [orgId, 'group-shared-91', 'gold-tier-label', 'plan-value-x']) assert.equal(occurrences(file, repeated), 1, repeated);
+  assert.equal(occurrences(file, longValue), 3 * snapshotChunkEntities, 'a string longer than snapshotSharedStringCharsMax is written inline');
+  const loaded = await readSnapshot(storage, written.path);
+  const restored = new FakeState();
+  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
+  restored.finishLoad(loaded.baseSeq);
+  assert.deepEqual(restored.dump(), state.dump());
+});
+
+test('the string dictionary stops at snapshotSharedStringsMax; later strings are written inline and still read back', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(0);
+  const users = snapshotSharedStringsMax + 1000;
+  for (let i = 0; i < users; i++) state.maps.get('user')!.set(`u${i}`, user(`u${i}`, 'n', { customData: { tag: `tag-${i}` }, organization: `org-${i % 7}` }));
+  const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
+  const loaded = await readSnapshot(storage, written.path);
+  const restored = new FakeState();
+  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
+  restored.finishLoad(loaded.baseSeq);
+  assert.deepEqual(restored.dump(), state.dump());
+});
+
+/** A snapshot file made frame by frame: each frame is a list of values, packed one after another. */
+function handMade(path: string, version: number, chunks: { kind: EntityKind; entities: Uint8Array[] }[]): void {
+  const frames = [frame(packr.pack({ t: 'header', magic: snapshotMagic, version, baseSeq: 5 }))];
+  const counts: Record<string, number> = {};
+  for (const { kind, entities } of chunks) {
+    frames.push(frame(Buffer.concat([packr.pack({ t: 'chunk', kind, n: entities.length }), ...entities])));
+    counts[kind] = (counts[kind] ?? 0) + entities.length;
+  }
+  frames.push(frame(packr.pack({ t: 'trailer', counts, chunks: chunks.length })));
+  writeFileSync(path, Buffer.concat(frames));
+}
+
+test('a version 1 snapshot (no string dictionary) is still read', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const path = join(dir, snapshotFileName(5));
+  const old = user('u1', 'Old Format');
+  handMade(path, 1, [{ kind: 'user', entities: [packr.pack(old)] }]);
+  const loaded = await readSnapshot(storage, path);
+  assert.deepEqual(loaded.sections.get('user'), [old]);
+  handMade(path, 3, [{ kind: 'user', entities: [packr.pack(old)] }]);
+  await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 3/));
+});
+
+test('a reference to a string the dictionary does not hold is invalid', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const path = join(dir, snapshotFileName(5));
+  // { a: <shared string 5> } in a file whose dictionary is empty: map of 1, key "a", fixext 1 of type 0x53, filler, 5.
+  handMade(path, snapshotFormatVersion, [{ kind: 'user', entities: [Buffer.from([0x81, 0xa1, 0x61, 0xd4, 0x53, 0x00, 0x05])] }]);
+  await expectInvalid(path, (err) => assert.match(err.message, /not in the string dictionary/));
 });

@@ -15,6 +15,7 @@ import { classifyDir, lockFileName } from '../../src/persist/layout.js';
 import type { SnapshotSource } from '../../src/persist/replayable.js';
 import { writeSnapshot } from '../../src/persist/snapshot.js';
 import { NodeStorage } from '../../src/persist/storage.js';
+import { withSharedStrings } from '../../src/store/compact.js';
 import { newApikeyId, newEntityId } from '../../src/store/ids.js';
 import { Prng, SkewedPicker } from './prng.js';
 import * as words from './words.js';
@@ -418,6 +419,7 @@ export async function seedDataDir(opts: SeedOptions): Promise<SeedSummary> {
       { kind: 'group', entries: () => built.groups.values() },
       { kind: 'user', entries: () => built.users.values() },
     ],
+    shareStrings: withSharedStrings,
   };
   const writeStarted = performance.now();
   const written = await writeSnapshot(new NodeStorage(), opts.dataDir, source);

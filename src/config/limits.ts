@@ -92,11 +92,11 @@ export const snapshotsKept = 2;
 /** Users whose full JSON is kept ready (a few MB); the hot ones are authenticated and fetched again and again. */
 export const renderedUsersCachedMax = 10_000;
 
-// Snapshot loading (src/store/compact.ts)
-/** Distinct strings one snapshot load shares among entities (organization, application and group ids, custom_data values): a few MB of table. */
-export const loadInternedStringsMax = 65_536;
-/** Longer strings are rarely repeated (hashes, descriptions) and are kept as decoded. */
-export const loadInternedStringCharsMax = 64;
+// Snapshot string dictionary (src/persist/snapshot.ts, src/store/compact.ts)
+/** Distinct strings one snapshot's dictionary holds (ids that entities refer to, statuses, custom_data values); later ones are written inline. */
+export const snapshotSharedStringsMax = 65_536;
+/** Longer strings are rarely repeated (hashes, descriptions) and are written inline. */
+export const snapshotSharedStringCharsMax = 64;
 
 // Search
 /** Users added to the trigram index per event-loop turn while it is built in the background (or as many users'

@@ -13,6 +13,11 @@ export interface SnapshotSource {
   /** The state's lastSeq at the moment the source was taken. */
   readonly baseSeq: number;
   readonly sections: readonly SnapshotSection[];
+  /**
+   * The form an entity is written in: a copy whose repeated strings went through `share`, which puts
+   * them in the snapshot's dictionary (src/store/compact.ts says which). Without it, entities are written as they are.
+   */
+  readonly shareStrings?: (kind: EntityKind, value: unknown, share: (s: string) => unknown) => unknown;
 }
 
 /**

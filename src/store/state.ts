@@ -4,13 +4,11 @@ import { pageSubsetWalkSlotsMin } from '../config/limits.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
-import { compactEntity, compactUser, StringTable } from './compact.js';
+import { shareEmptyLists, withSharedStrings, type ShareString } from './compact.js';
 import { byCreation, CreationOrder, precedes, resolvePage, type Created, type Page, type PagePosition } from './creation-order.js';
 import { MemberIndex } from './members.js';
 import { PagedSearch } from './search-page.js';
 import { UserSearchIndex } from './search.js';
-
-type Section = { kind: EntityKind; entries: () => Iterator<unknown> };
 
 function addTo(index: Map<string, Set<string>>, key: string, member: string): void {
   let set = index.get(key);
@@ -70,13 +68,18 @@ export function groupNameKey(applicationId: string, name: string): string {
   return `${applicationId}\u0000${name.toLowerCase()}`;
 }
 
+/** What a snapshot is written from (persistence's SnapshotSource). */
+interface Source {
+  baseSeq: number;
+  sections: { kind: EntityKind; entries: () => Iterator<unknown> }[];
+  shareStrings: (kind: EntityKind, value: unknown, share: ShareString) => unknown;
+}
+
 export class State {
   lastSeq = 0;
   /** Time of the newest applied record, so the clock never hands out an earlier one after a restart. */
   lastAt = 0;
   meta: Meta | undefined;
-  /** Shared strings while a snapshot is being loaded (src/store/compact.ts). */
-  private loadStrings: StringTable | undefined;
   /** A snapshot load put Users in the Map that are not indexed yet (see endLoad). */
   private usersLoaded = false;
   private loadEnded = false;
@@ -237,26 +240,24 @@ export class State {
 
   // ---- snapshots ----
 
-  /** Called a chunk at a time; the values are freshly decoded and ours, so they are compacted in place. */
+  /**
+   * Called a chunk at a time; the values are freshly decoded and ours. Their repeated strings already
+   * share one copy each (the snapshot's dictionary, src/store/compact.ts).
+   */
   loadSection(kind: EntityKind, values: readonly unknown[]): void {
     if (this.loadEnded) throw new Error('State.loadSection after the load ended (finishLoad or apply)');
     if (kind === 'user') this.search.defer();
-    const strings = (this.loadStrings ??= new StringTable());
     for (const value of values) {
       // The newest time in the snapshot, so the clock never goes back after a restart with nothing to replay.
       const modifiedAt = (value as { modifiedAt?: number }).modifiedAt;
       if (modifiedAt !== undefined && modifiedAt > this.lastAt) this.lastAt = modifiedAt;
       switch (kind) {
         case 'meta': this.meta = value as Meta; break;
-        case 'application': compactEntity(value as Application, strings); this.putApplication(value as Application); break;
-        case 'group':
-          compactEntity(value as Group, strings);
-          (value as { application: string }).application = strings.share((value as Group).application);
-          this.putGroup(value as Group);
-          break;
-        case 'organization': compactEntity(value as Organization, strings); this.putOrganization(value as Organization); break;
+        case 'application': this.putApplication(value as Application); break;
+        case 'group': this.putGroup(value as Group); break;
+        case 'organization': this.putOrganization(value as Organization); break;
         case 'user':
-          compactUser(value as User, strings);
+          shareEmptyLists(value as User);
           // Indexed once all are in (finishLoad): a later copy of the same User in a fuzzy snapshot
           // replaces the earlier one here, so only the final value is indexed.
           this.users.set((value as User).id, value as User);
@@ -271,10 +272,11 @@ export class State {
     this.lastSeq = baseSeq;
   }
 
-  snapshotSource(): { baseSeq: number; sections: Section[] } {
+  snapshotSource(): Source {
     const meta = this.meta;
     return {
       baseSeq: this.lastSeq,
+      shareStrings: withSharedStrings,
       sections: [
         { kind: 'meta', entries: () => (meta === undefined ? [] : [meta]).values() },
         { kind: 'organization', entries: () => this.organizations.values() },
@@ -294,8 +296,6 @@ export class State {
    */
   private endLoad(): void {
     this.loadEnded = true;
-    // Only a load has a million copies to share; afterwards the table would only pin strings.
-    this.loadStrings = undefined;
     if (!this.usersLoaded) return;
     this.usersLoaded = false;
     for (const user of this.users.values()) this.indexUser(undefined, user);
