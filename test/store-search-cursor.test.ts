@@ -156,26 +156,35 @@ test('haystacks left to be made after a bulk load answer for the current User, w
     const live = new Map<string, User>();
     const index = new UserSearchIndex((id) => live.get(id));
     index.defer(); // a snapshot load: haystacks are made by the build or by the first scan that needs them
+    // Creation order, as the model answers in it: a User deleted and created again moves to the end.
     const ids: string[] = [];
     for (let i = 0; i < 300; i++) {
       const u = user(rand, `u${i}`);
       live.set(u.id, u);
       ids.push(u.id);
-      index.upsert(u);
+      // The load itself (no id lookup, settled later), then Users created while the build has not run yet.
+      if (i < 200) index.addLoaded(u.id);
+      else index.upsert(u);
     }
     const model = (term: string): string[] => ids.filter((id) => live.has(id) && searchHaystack(live.get(id)!).includes(term));
     for (let phase = 0; phase < 3; phase++) {
-      // Users changed and deleted before their haystack is made, while the build runs, and after.
-      for (let i = 0; i < 30; i++) {
+      // Users changed, deleted, and deleted then created again before their doc is settled, while the build runs, and after.
+      for (let i = 0; i < 40; i++) {
         const id = ids[Math.floor(rand() * ids.length)]!;
-        if (!live.has(id)) continue;
-        if (rand() < 0.3) {
+        const r = rand();
+        if (!live.has(id)) {
+          const again = user(rand, id);
+          live.set(id, again);
+          ids.splice(ids.indexOf(id), 1);
+          ids.push(id);
+          index.upsert(again, false);
+        } else if (r < 0.3) {
           live.delete(id);
           index.remove(id);
         } else {
           const changed = user(rand, id);
           live.set(id, changed);
-          index.upsert(changed);
+          index.upsert(changed, true);
         }
       }
       if (phase === 1) for (let i = 0; i < 10; i++) index.buildStep(13);

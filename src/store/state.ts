@@ -203,6 +203,7 @@ export class State {
     const old = this.users.get(user.id);
     this.users.set(user.id, user);
     this.indexUser(old, user);
+    this.search.upsert(user, old !== undefined);
   }
 
   private indexUser(old: User | undefined, user: User): void {
@@ -221,7 +222,6 @@ export class State {
       if (old !== undefined) this.usersByOrganization.remove(old.organization, user.id);
       this.usersByOrganization.add(user.organization, user.id);
     }
-    this.search.upsert(user);
   }
 
   private deleteUser(id: string): void {
@@ -298,7 +298,10 @@ export class State {
     this.loadEnded = true;
     if (!this.usersLoaded) return;
     this.usersLoaded = false;
-    for (const user of this.users.values()) this.indexUser(undefined, user);
+    for (const user of this.users.values()) {
+      this.indexUser(undefined, user);
+      this.search.addLoaded(user.id);
+    }
   }
 
   // ---- queries (the only way other layers read state) ----
