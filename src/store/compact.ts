@@ -7,7 +7,7 @@
 // lookup per value. Entities' own ids go in too, so the references to them share the same copy.
 // Measured on the benchmark's 1,000,000 Users, sharing takes the heap after the load from 1.43 GB to 1.17 GB.
 
-import type { ApiKey, EntityKind, JsonObject, User } from '../domain/entities.js';
+import type { ApiKey, Application, EntityKind, Group, JsonObject, Organization, User } from '../domain/entities.js';
 
 /** What the snapshot writer passes for a string: the dictionary's reference to it, or the string itself. */
 export type ShareString = (s: string) => unknown;
@@ -35,32 +35,35 @@ function sharedApiKey(key: ApiKey, share: ShareString): unknown {
   return { ...key, status: share(key.status) };
 }
 
-type Shareable = { id: string; status?: string; customData?: JsonObject | null; application?: string };
-
 /**
  * The form in which a snapshot writes an entity: a copy whose shareable strings went through `share`
  * (the key order stays that of the entity, so its msgpack record structure does not change).
  */
 export function withSharedStrings(kind: EntityKind, value: unknown, share: ShareString): unknown {
-  if (kind === 'meta') return value;
-  if (kind === 'user') {
-    const user = value as User;
-    return {
-      ...user,
-      status: share(user.status),
-      organization: share(user.organization),
-      applications: sharedList(user.applications, share),
-      groups: sharedList(user.groups, share),
-      apikeys: user.apikeys.length === 0 ? user.apikeys : user.apikeys.map((key) => sharedApiKey(key, share)),
-      customData: sharedCustomData(user.customData, share),
-    };
+  switch (kind) {
+    case 'meta': return value;
+    case 'user': {
+      const user = value as User;
+      return {
+        ...user,
+        status: share(user.status),
+        organization: share(user.organization),
+        applications: sharedList(user.applications, share),
+        groups: sharedList(user.groups, share),
+        apikeys: user.apikeys.length === 0 ? user.apikeys : user.apikeys.map((key) => sharedApiKey(key, share)),
+        customData: sharedCustomData(user.customData, share),
+      };
+    }
+    case 'group': {
+      const group = value as Group;
+      return { ...group, id: share(group.id), status: share(group.status), customData: sharedCustomData(group.customData, share), application: share(group.application) };
+    }
+    case 'application':
+    case 'organization': {
+      const entity = value as Application | Organization;
+      return { ...entity, id: share(entity.id), status: share(entity.status), customData: sharedCustomData(entity.customData, share) };
+    }
   }
-  const entity = value as Shareable;
-  const out: Record<string, unknown> = { ...entity, id: share(entity.id) };
-  if (entity.status !== undefined) out['status'] = share(entity.status);
-  if (entity.customData !== undefined) out['customData'] = sharedCustomData(entity.customData, share);
-  if (entity.application !== undefined) out['application'] = share(entity.application);
-  return out;
 }
 
 /** A User just decoded from a snapshot, changed in place: its empty lists become the one shared empty list. */
