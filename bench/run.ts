@@ -224,7 +224,7 @@ async function main(): Promise<void> {
       for (const row of Array.isArray(out) ? out : [out]) {
         row.extra['loadAverageBefore'] = loadBefore;
         rows.push(row);
-        const rate = row.reqPerSec === null ? '' : `${Math.round(row.reqPerSec).toLocaleString('en-US')}/s, p50 ${ms(row.p50Ms)} ms, p99 ${ms(row.p99Ms)} ms; `;
+        const rate = row.reqPerSec === null ? '' : `${perSec(row.reqPerSec)}, p50 ${ms(row.p50Ms)} ms, p99 ${ms(row.p99Ms)} ms; `;
         const parts = [row.ratio === null ? '' : `${row.ratio.toFixed(2)} x the first ceiling`, row.verdict.replace(/^; /, '')].filter((p) => p !== '');
         log(`${row.id}: ${rate}${parts.join('; ')}`);
       }

@@ -49,7 +49,8 @@ export function isEntityKind(value: unknown): value is EntityKind {
   return typeof value === 'string' && kindSet.has(value);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** A msgpack map as decoded (mapsAsObjects): a plain object, not null, not an array. */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

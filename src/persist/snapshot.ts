@@ -29,7 +29,7 @@ import {
   snapshotChunkBytesMax, snapshotChunkEntities, snapshotSharedStringCharsMax, snapshotSharedStringsMax, walRecordBytesMax,
 } from '../config/limits.js';
 import { crc32c } from './crc32c.js';
-import { frame, frameHeaderBytes, isEntityKind, packr } from './codec.js';
+import { frame, frameHeaderBytes, isEntityKind, isObject, packr } from './codec.js';
 import { parseSnapshotFileName, snapshotFileName, tmpSuffix } from './layout.js';
 import type { SnapshotSource } from './replayable.js';
 import type { ReadableFile, Storage, WritableFile } from './storage.js';
@@ -291,10 +291,6 @@ export interface LoadedSnapshot extends SnapshotSummary {
  * of a file that turns out invalid must be thrown away.
  */
 export type SnapshotChunkConsumer = (kind: EntityKind, values: unknown[]) => void;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Reads frames one by one with positioned reads: a chunk at a time in memory, never the whole file. */
 class FrameReader {

@@ -451,6 +451,7 @@ export class UserSearchIndex {
       this.indexedUpTo = end;
       if (end === this.userOfDoc.length) this.deferred = false;
     } else if (this.compactingList >= 0) {
+      // The build is done, so every live doc is mapped and docOf.size counts them.
       this.compactStep(docsMax * Math.ceil(this.postingsCount / Math.max(1, this.docOf.size)));
     }
     return this.building;
