@@ -166,6 +166,8 @@ export const verifyCacheKeyBytes = 32;
 export const hashWorkerNiceness = 10;
 /** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before uWS copies them out (src/http/adapter.ts). */
 export const replyEncodeBytesMax = 64 * 1024;
+/** Peer addresses whose text is kept by their binary form (src/http/adapter.ts); the cache starts over when full. */
+export const peerAddressTextsMax = 4096;
 /** Random bytes fetched at once for new ids (src/store/ids.ts): ids are public, so a pool of them in memory gives nothing away. */
 export const randomPoolBytes = 4096;
 /** Longest message the keyed hash handles in its reused buffer (a Basic password is at most the header); longer ones take a fresh buffer. */

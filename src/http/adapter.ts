@@ -2,7 +2,7 @@
 
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
-import { replyEncodeBytesMax } from '../config/limits.js';
+import { peerAddressTextsMax, replyEncodeBytesMax } from '../config/limits.js';
 
 /** What a handler sees of a request: copied out of uWS synchronously, so it outlives the stack-allocated original. */
 export interface HttpRequest {
@@ -125,10 +125,35 @@ export function loadUws(allowSlowFallback: boolean): { uws: typeof Uws; native: 
   return { uws, native };
 }
 
-/** The pure-JS fallback does not implement getRemoteAddressAsText. */
+/**
+ * Peer addresses as text, by their binary form read as a number: IPv4 as itself, IPv4-mapped IPv6 as
+ * -1 - itself (its text differs). uWS formats the text into a new ArrayBuffer that a Buffer then decodes;
+ * with POST /authenticate reading the peer on every request, that was about a quarter of the event
+ * loop's JavaScript time, and caching the text raised its throughput 5-8% (measured, alternated builds).
+ * Client applications reach us from few addresses over pooled connections, so the cache mostly hits.
+ */
+const peerTexts = new Map<number, string>();
+
+function peerKey(raw: Uint8Array): number | undefined {
+  if (raw.length === 4) return ((raw[0]! << 24) | (raw[1]! << 16) | (raw[2]! << 8) | raw[3]!) >>> 0;
+  if (raw.length !== 16 || raw[10] !== 0xff || raw[11] !== 0xff) return undefined;
+  for (let i = 0; i < 10; i++) if (raw[i] !== 0) return undefined;
+  return -1 - (((raw[12]! << 24) | (raw[13]! << 16) | (raw[14]! << 8) | raw[15]!) >>> 0);
+}
+
+/** The pure-JS fallback implements neither getRemoteAddress nor getRemoteAddressAsText. */
 function remoteAddressOf(res: Uws.HttpResponse): string {
   try {
-    return Buffer.from(res.getRemoteAddressAsText()).toString();
+    const key = peerKey(new Uint8Array(res.getRemoteAddress()));
+    let text = key === undefined ? undefined : peerTexts.get(key);
+    if (text === undefined) {
+      text = Buffer.from(res.getRemoteAddressAsText()).toString();
+      if (key !== undefined) {
+        if (peerTexts.size >= peerAddressTextsMax) peerTexts.clear();
+        peerTexts.set(key, text);
+      }
+    }
+    return text;
   } catch {
     return '';
   }
