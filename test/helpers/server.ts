@@ -152,6 +152,12 @@ export class ServerProcess {
     return out;
   }
 
+  /** The audit lines written so far, after a moment for the last ones to arrive (pino writes asynchronously). */
+  async auditLines(): Promise<Record<string, unknown>[]> {
+    await new Promise((r) => setTimeout(r, 150));
+    return this.logLines().filter((l) => l['msg'] === 'audit');
+  }
+
   /** An API client with the first admin's credentials (or others). */
   api(credentials: Credentials | null = { username: adminEmail, password: adminPassword }): Api {
     return new Api(this.baseUrl, credentials);
