@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { User } from '../src/domain/entities.js';
-import { UserSearchIndex } from '../src/store/search.js';
+import { searchHaystack, UserSearchIndex } from '../src/store/search.js';
 import { prng } from './helpers/prng.js';
 import { word } from './helpers/search-words.js';
 
@@ -96,4 +96,35 @@ test('stale postings are dropped a step at a time while searches keep using the 
   } while (index.buildStep(3));
   assert.ok(steps > 10, `the compaction took ${steps} steps`);
   checkAgainstScan(index, rand, 11);
+});
+
+test('a bulk build answers exactly while Users change between its counting pass and its lists being made', () => {
+  // The build counts each list's docs first and makes every list at that size: a User changed in between
+  // must still be found (its lists outgrow their counted size) and never by what it no longer holds.
+  for (const seed of [21, 22]) {
+    const rand = prng(seed);
+    const live = new Map<string, User>();
+    const index = new UserSearchIndex((id) => live.get(id));
+    index.defer();
+    const ids = Array.from({ length: 400 }, (_, i) => `u${i}`);
+    for (const id of ids) {
+      live.set(id, user(rand, id));
+      index.addLoaded(id);
+    }
+    let changes = 0;
+    do {
+      // After every step, some Users take a trigram that no one had when it was counted, or lose theirs.
+      for (let i = 0; i < 6; i++) {
+        const id = ids[Math.floor(rand() * ids.length)]!;
+        const u = { ...user(rand, id), name: rand() < 0.7 ? `qqzx ${changes++}` : 'plain' };
+        live.set(id, u);
+        index.upsert(u, true);
+      }
+    } while (index.buildStep(4));
+    for (const term of ['qqzx', 'qqz', 'plain', 'u1', 'com']) {
+      const model = ids.filter((id) => searchHaystack(live.get(id)!).includes(term));
+      assert.deepEqual(index.search(term, Infinity), model, `seed ${seed}, term "${term}"`);
+    }
+    checkAgainstScan(index, rand, seed);
+  }
 });

@@ -21,16 +21,15 @@ const fieldSeparator = '\u0000';
 const stalePostingsFractionMax = 0.25;
 const postingsInitialCapacity = 4;
 /**
- * The bulk build grows a full list to its expected final size (its length so far times users left / users
- * indexed, plus 5%) rather than doubling: each doubling allocated a new off-heap array, and at a million
- * users that churn (about twice the final postings) set off a full GC of the whole heap every second or
- * so, stalling the event loop for up to hundreds of ms. Bounded both ways; short lists, whose counts say
- * little, still double.
+ * The bulk build counts every list's docs before it makes any list, and makes each at that size (plus
+ * this share, so the first users created after the build do not move it) as a view into a few large
+ * buffers. Lists grown as they filled, a new ArrayBuffer each time, kept V8 over its external-memory
+ * limit for the whole build, and every allocation then advanced the collector's marking on the event
+ * loop: at a million users, steps of 3 ms took 30-500 ms again and again (measured).
  */
-const postingsPredictFrom = 64;
-const postingsGrowthMin = 1.25;
-const postingsGrowthMax = 8;
-const postingsGrowthSlack = 1.05;
+const bulkPostingsSlack = 1 / 16;
+/** Ints per buffer the bulk build carves lists from (16 MiB), or more if one list could need more. */
+const bulkSlabInts = 1 << 22;
 
 export function companyNameOf(user: User): string | undefined {
   const company = user.customData?.['company_name'];
@@ -70,17 +69,12 @@ function trigramKeys(s: string): Set<number> {
 
 /** Doc numbers ascending and distinct, so lists intersect by galloping and results come out in creation order. */
 class Postings {
-  docs = new Int32Array(postingsInitialCapacity);
   length = 0;
 
-  constructor(readonly key: number) {}
+  constructor(readonly key: number, public docs: Int32Array) {}
 
-  /**
-   * False when doc is already listed (a repeated trigram, or a stale posting the doc earns back).
-   * `growth`: how much larger the list is expected to end up (the bulk build knows); a full list grows
-   * to about that at once instead of doubling again and again.
-   */
-  add(doc: number, growth = 2): boolean {
+  /** False when doc is already listed (a repeated trigram, or a stale posting the doc earns back). */
+  add(doc: number): boolean {
     const n = this.length;
     let at = n;
     if (n > 0 && doc <= this.docs[n - 1]!) {
@@ -91,7 +85,7 @@ class Postings {
       if (this.docs[at] === doc) return false;
     }
     if (n === this.docs.length) {
-      const grown = new Int32Array(n < postingsPredictFrom ? n * 2 : Math.ceil(n * Math.min(postingsGrowthMax, Math.max(postingsGrowthMin, growth))));
+      const grown = new Int32Array(n * 2);
       grown.set(this.docs);
       this.docs = grown;
     }
@@ -132,16 +126,113 @@ class PostingTable {
     return key < asciiKeys ? this.ascii[key] : this.other.get(key);
   }
 
-  getOrCreate(key: number): Postings {
+  /** `sizing`: while the bulk build runs, where a new list's array comes from. */
+  getOrCreate(key: number, sizing?: BulkSizing): Postings {
     let p = this.get(key);
     if (p === undefined) {
-      p = new Postings(key);
+      p = new Postings(key, sizing === undefined ? new Int32Array(postingsInitialCapacity) : sizing.docsFor(key));
       if (key < asciiKeys) this.ascii[key] = p;
       else this.other.set(key, p);
       this.lists.push(p);
     }
     return p;
   }
+}
+
+/**
+ * The bulk build's list sizes: each trigram key's count of docs, taken by a pass over the haystacks
+ * before any list is made, and the buffers the lists are carved from. The buffers are allocated as the
+ * count grows, at most one per counting step, so V8 meets the new external memory while the build
+ * allocates nothing else, rather than all at once when the lists are made.
+ */
+class BulkSizing {
+  private readonly ascii = new Int32Array(asciiKeys);
+  private readonly other = new Map<number, number>();
+  /** The last doc counted per key plus one (0: none), so a trigram a haystack repeats counts once; never filled, so only keys in use cost memory. */
+  private lastAscii: Int32Array | undefined = new Int32Array(asciiKeys);
+  private lastOther: Map<number, number> | undefined = new Map();
+  /** Postings counted so far, i.e. the ints the lists will need before their slack. */
+  private postings = 0;
+  /** The largest list there can be: a key is counted at most once per doc. */
+  private readonly listIntsMax: number;
+  private readonly slabInts: number;
+  private readonly slabs: Int32Array[] = [];
+  private slabsInts = 0;
+  private slabInUse = 0;
+  private slabUsed = 0;
+  /** Docs below this are counted. */
+  countedUpTo: number;
+
+  /** Counts docs [countFrom, countEnd); lists of other docs grow as usual. */
+  constructor(countFrom: number, readonly countEnd: number) {
+    this.countedUpTo = countFrom;
+    this.listIntsMax = listSize(countEnd - countFrom);
+    this.slabInts = Math.max(bulkSlabInts, this.listIntsMax);
+  }
+
+  get done(): boolean {
+    return this.countedUpTo >= this.countEnd;
+  }
+
+  count(doc: number, haystack: string): void {
+    const lastAscii = this.lastAscii!;
+    for (let i = 0; i + 3 <= haystack.length; i++) {
+      const a = haystack.charCodeAt(i);
+      const b = haystack.charCodeAt(i + 1);
+      const c = haystack.charCodeAt(i + 2);
+      if (a === 0 || b === 0 || c === 0) continue;
+      const key = keyOf(a, b, c);
+      if (key < asciiKeys) {
+        if (lastAscii[key] === doc + 1) continue;
+        lastAscii[key] = doc + 1;
+        this.ascii[key]++;
+      } else {
+        if (this.lastOther!.get(key) === doc + 1) continue;
+        this.lastOther!.set(key, doc + 1);
+        this.other.set(key, (this.other.get(key) ?? 0) + 1);
+      }
+      this.postings++;
+    }
+  }
+
+  /**
+   * After a counting step: one more buffer if the lists counted so far would not fit those there are.
+   * Once counting is done, one for exactly what is missing (all of it for a small build).
+   */
+  reserve(): void {
+    const missing = Math.ceil(this.postings * (1 + bulkPostingsSlack)) - this.slabsInts;
+    if (missing > 0) this.addSlab(this.done ? Math.max(missing, this.listIntsMax) : this.slabInts);
+  }
+
+  private addSlab(ints: number): void {
+    this.slabs.push(new Int32Array(ints));
+    this.slabsInts += ints;
+  }
+
+  /** Counting is over: the dedupe arrays go. */
+  counted(): void {
+    this.lastAscii = undefined;
+    this.lastOther = undefined;
+  }
+
+  /** A new list's array, sized for the docs counted for its key. */
+  docsFor(key: number): Int32Array {
+    const size = listSize(key < asciiKeys ? this.ascii[key]! : this.other.get(key) ?? 0);
+    while (this.slabInUse < this.slabs.length && this.slabUsed + size > this.slabs[this.slabInUse]!.length) {
+      this.slabInUse++;
+      this.slabUsed = 0;
+    }
+    if (this.slabInUse === this.slabs.length) this.addSlab(this.slabInts);
+    const slab = this.slabs[this.slabInUse]!;
+    const docs = slab.subarray(this.slabUsed, this.slabUsed + size);
+    this.slabUsed += size;
+    return docs;
+  }
+}
+
+/** A bulk-built list's capacity for `counted` docs. */
+function listSize(counted: number): number {
+  return Math.max(postingsInitialCapacity, Math.ceil(counted * (1 + bulkPostingsSlack)));
 }
 
 /** What a SearchCursor reads of its index: the arrays themselves (never replaced, only written in place) and the build's progress. */
@@ -163,6 +254,8 @@ interface DocSource {
 const haystackMadeWorkUnits = 16;
 /** Haystacks the build makes per doc it indexes in a step: making one (~0.6 us) is cheaper than indexing it (~6 us). */
 const haystackDocsPerIndexedDoc = 4;
+/** Docs the build counts per doc it indexes in a step (BulkSizing.count is a few array reads a trigram). */
+const countedDocsPerIndexedDoc = 4;
 
 /**
  * One search, walked a bounded slice at a time so that the caller can let the event loop run between
@@ -333,8 +426,8 @@ export class UserSearchIndex {
   private compactingFromDoc = 0;
   /** Docs below this have their haystack made (or are deleted); the build makes them all before any postings. */
   private haystacksMadeUpTo = 0;
-  /** Expected growth of the lists while the bulk build runs (see postingsPredictFrom); 2 otherwise. */
-  private growth = 2;
+  /** The bulk build's list sizes, from its counting pass (after the haystacks, before any postings) until it ends. */
+  private sizing: BulkSizing | undefined;
   /** What cursors read: made once, so a search allocates no closure for it. */
   private readonly source: DocSource = {
     userOfDoc: this.userOfDoc, haystackOfDoc: this.haystackOfDoc, postings: this.postings, indexedUpTo: () => this.indexedUpTo,
@@ -440,16 +533,28 @@ export class UserSearchIndex {
       const end = Math.min(this.userOfDoc.length, this.haystacksMadeUpTo + docsMax * haystackDocsPerIndexedDoc);
       for (let doc = this.haystacksMadeUpTo; doc < end; doc++) if (this.haystackOfDoc[doc] === null) this.haystackAt(doc);
       this.haystacksMadeUpTo = end;
+    } else if (this.deferred && this.indexedUpTo < this.userOfDoc.length && this.sizing?.done !== true) {
+      // Counted in a pass of its own, before any list is made, so that every list is made once (BulkSizing).
+      const sizing = (this.sizing ??= new BulkSizing(this.indexedUpTo, this.userOfDoc.length));
+      const end = Math.min(sizing.countEnd, sizing.countedUpTo + docsMax * countedDocsPerIndexedDoc);
+      for (let doc = sizing.countedUpTo; doc < end; doc++) {
+        const haystack = this.haystackOfDoc[doc];
+        if (haystack != null) sizing.count(doc, haystack);
+      }
+      sizing.countedUpTo = end;
+      sizing.reserve();
+      if (sizing.done) sizing.counted();
     } else if (this.indexedUpTo < this.userOfDoc.length) {
       const end = Math.min(this.userOfDoc.length, this.indexedUpTo + docsMax);
-      this.growth = end === 0 ? 2 : (this.userOfDoc.length / end) * postingsGrowthSlack;
       for (let doc = this.indexedUpTo; doc < end; doc++) {
         const haystack = this.haystackAt(doc);
-        if (haystack !== undefined) this.indexDoc(doc, haystack, undefined);
+        if (haystack !== undefined) this.indexNew(doc, haystack);
       }
-      this.growth = 2;
       this.indexedUpTo = end;
-      if (end === this.userOfDoc.length) this.deferred = false;
+      if (end === this.userOfDoc.length) {
+        this.deferred = false;
+        this.sizing = undefined;
+      }
     } else if (this.compactingList >= 0) {
       // The build is done, so every live doc is mapped and docOf.size counts them.
       this.compactStep(docsMax * Math.ceil(this.postingsCount / Math.max(1, this.docOf.size)));
@@ -504,7 +609,7 @@ export class UserSearchIndex {
       const b = haystack.charCodeAt(i + 1);
       const c = haystack.charCodeAt(i + 2);
       if (a === 0 || b === 0 || c === 0) continue;
-      if (this.postings.getOrCreate(keyOf(a, b, c)).add(doc, this.growth)) this.postingsCount++;
+      if (this.postings.getOrCreate(keyOf(a, b, c), this.sizing).add(doc)) this.postingsCount++;
     }
   }
 
