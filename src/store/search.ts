@@ -44,15 +44,19 @@ export function searchHaystack(user: User): string {
   return parts.join(fieldSeparator).toLowerCase();
 }
 
+/** What trigramKey answers for a window that spans two fields. */
+const noTrigram = -1;
+
 /**
- * A small-integer key per trigram, so Map lookups stay on V8's fast Smi path: ASCII trigrams get an
- * exact 21-bit key, others a 29-bit hash above that range (a collision only adds candidates).
+ * The key of the trigram at s[i, i + 3), or noTrigram where a field separator is in it. A small
+ * integer, so Map lookups stay on V8's fast Smi path: ASCII trigrams get an exact 21-bit key, others a
+ * 29-bit hash above that range (a collision only adds candidates).
  */
 function trigramKey(s: string, i: number): number {
-  return keyOf(s.charCodeAt(i), s.charCodeAt(i + 1), s.charCodeAt(i + 2));
-}
-
-function keyOf(a: number, b: number, c: number): number {
+  const a = s.charCodeAt(i);
+  const b = s.charCodeAt(i + 1);
+  const c = s.charCodeAt(i + 2);
+  if (a === 0 || b === 0 || c === 0) return noTrigram;
   if ((a | b | c) < 128) return (a << 14) | (b << 7) | c;
   return 0x200000 + ((Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b) ^ Math.imul(c, 0xc2b2ae35)) >>> 0) % 0x1fe00000;
 }
@@ -61,8 +65,8 @@ function keyOf(a: number, b: number, c: number): number {
 function trigramKeys(s: string): Set<number> {
   const keys = new Set<number>();
   for (let i = 0; i + 3 <= s.length; i++) {
-    if (s.charCodeAt(i) === 0 || s.charCodeAt(i + 1) === 0 || s.charCodeAt(i + 2) === 0) continue;
-    keys.add(trigramKey(s, i));
+    const key = trigramKey(s, i);
+    if (key !== noTrigram) keys.add(key);
   }
   return keys;
 }
@@ -177,11 +181,8 @@ class BulkSizing {
   count(doc: number, haystack: string): void {
     const lastAscii = this.lastAscii!;
     for (let i = 0; i + 3 <= haystack.length; i++) {
-      const a = haystack.charCodeAt(i);
-      const b = haystack.charCodeAt(i + 1);
-      const c = haystack.charCodeAt(i + 2);
-      if (a === 0 || b === 0 || c === 0) continue;
-      const key = keyOf(a, b, c);
+      const key = trigramKey(haystack, i);
+      if (key === noTrigram) continue;
       if (key < asciiKeys) {
         if (lastAscii[key] === doc + 1) continue;
         lastAscii[key] = doc + 1;
@@ -605,11 +606,8 @@ export class UserSearchIndex {
   /** The build's hot loop: no per-user Set, Postings.add skips a trigram the haystack repeats. */
   private indexNew(doc: number, haystack: string): void {
     for (let i = 0; i + 3 <= haystack.length; i++) {
-      const a = haystack.charCodeAt(i);
-      const b = haystack.charCodeAt(i + 1);
-      const c = haystack.charCodeAt(i + 2);
-      if (a === 0 || b === 0 || c === 0) continue;
-      if (this.postings.getOrCreate(keyOf(a, b, c), this.sizing).add(doc)) this.postingsCount++;
+      const key = trigramKey(haystack, i);
+      if (key !== noTrigram && this.postings.getOrCreate(key, this.sizing).add(doc)) this.postingsCount++;
     }
   }
 
