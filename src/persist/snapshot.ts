@@ -292,10 +292,18 @@ export interface LoadedSnapshot extends SnapshotSummary {
  */
 export type SnapshotChunkConsumer = (kind: EntityKind, values: unknown[]) => void;
 
-/** Reads frames one by one with positioned reads: a chunk at a time in memory, never the whole file. */
+/**
+ * Reads frames one by one with positioned reads: a chunk at a time in memory, never the whole file.
+ * Each payload is read together with the header of the frame after it, so a frame costs one read, and
+ * the read that readFrames starts ahead is in flight at once instead of waiting, behind the decoding
+ * of the current chunk, for its header's read to be resumed (measured at 1,000,000 users: ~0.2-0.4 s
+ * of start-up spent idle).
+ */
 class FrameReader {
   offset = 0;
   private header = Buffer.allocUnsafe(frameHeaderBytes);
+  /** The offset whose frame header `header` holds, read along with the payload before it (-1: none). */
+  private headerAt = -1;
   /**
    * Payloads are read into two buffers taken in turn (one is decoded while the next frame is read
    * into the other), grown to the largest frame. A fresh buffer per frame put the snapshot's whole size
@@ -321,17 +329,24 @@ class FrameReader {
     const at = this.offset;
     const size = this.file.size;
     if (size - at < frameHeaderBytes) throw this.invalid(`frame header cut short (${size - at} bytes left)`);
-    await this.readFully(this.header, frameHeaderBytes, at);
+    if (this.headerAt !== at) await this.readFully(this.header, frameHeaderBytes, at);
     const length = this.header.readUInt32LE(0);
     const crc = this.header.readUInt32LE(4);
     if (length === 0 || length > snapshotFrameBytesMax) throw this.invalid(`bad frame length ${length}`);
-    if (at + frameHeaderBytes + length > size) throw this.invalid(`frame of ${length} bytes runs past the end of the file`);
+    const end = at + frameHeaderBytes + length;
+    if (end > size) throw this.invalid(`frame of ${length} bytes runs past the end of the file`);
+    const nextHeader = size - end >= frameHeaderBytes ? frameHeaderBytes : 0;
     this.turn ^= 1;
-    if (this.payloads[this.turn]!.length < length) this.payloads[this.turn] = Buffer.allocUnsafe(length);
-    const payload = this.payloads[this.turn]!.subarray(0, length);
-    await this.readFully(payload, length, at + frameHeaderBytes);
+    if (this.payloads[this.turn]!.length < length + nextHeader) this.payloads[this.turn] = Buffer.allocUnsafe(length + nextHeader);
+    const read = this.payloads[this.turn]!;
+    await this.readFully(read, length + nextHeader, at + frameHeaderBytes);
+    const payload = read.subarray(0, length);
     if (crc32c(payload) !== crc) throw this.invalid('checksum mismatch');
-    this.offset = at + frameHeaderBytes + length;
+    if (nextHeader !== 0) {
+      read.copy(this.header, 0, length, length + nextHeader);
+      this.headerAt = end;
+    }
+    this.offset = end;
     return payload;
   }
 
