@@ -7,7 +7,7 @@ import { HashPool } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
 import { ConfigError, defaultPublicUrl, loadConfig, type Config } from './config/config.js';
 import {
-  bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, searchIndexDocsPerTurn, searchIndexIdleCheckMs,
+  bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
   shutdownGraceMs, verifyCacheEntriesMax,
 } from './config/limits.js';
 import { loadUws, startServer, type RunningServer } from './http/adapter.js';
@@ -96,12 +96,13 @@ async function main(): Promise<void> {
   });
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
 
-  // The trigram postings are derived data: (re)built a chunk per turn while searches fall back to a scan.
-  const driveSearchIndex = (): void => {
-    if (state.search.building && state.search.buildStep(searchIndexDocsPerTurn)) setImmediate(driveSearchIndex);
-    else setTimeout(driveSearchIndex, searchIndexIdleCheckMs).unref();
+  // Derived indexes a load leaves (memberships, trigram postings) are built a step per turn while the service
+  // answers: a read of memberships finishes theirs at once, searches fall back to a scan.
+  const driveIndexes = (): void => {
+    if (state.indexing && state.indexStep()) setImmediate(driveIndexes);
+    else setTimeout(driveIndexes, searchIndexIdleCheckMs).unref();
   };
-  driveSearchIndex();
+  driveIndexes();
 
   const clock = new MicrosClock();
   clock.notBefore(state.lastAt);

@@ -147,3 +147,72 @@ test('a State written to a real snapshot (string dictionary and all) and loaded 
   for (const term of ['zebra', 'user', 'user5', 'renamed', 'back again']) assert.deepEqual(ids(loaded, term), ids(live, term), `after the build: ${term}`);
   assert.deepEqual(ids(loaded, 'zebra'), ['u3', 'u7']);
 });
+
+/** A State's sections as a snapshot would hold them. */
+function sectionsOf(state: State): Array<[EntityKind, unknown[]]> {
+  return state.snapshotSource().sections.map((s): [EntityKind, unknown[]] => {
+    const values: unknown[] = [];
+    const it = s.entries();
+    for (let r = it.next(); r.done !== true; r = it.next()) values.push(r.value);
+    return [s.kind, values];
+  });
+}
+
+/** Every membership answer, in the order the State gives it. */
+function memberships(state: State): unknown {
+  return {
+    apps: ['app1', 'app2'].map((id) => [state.usersOfApplication(id).map((u) => u.id), state.countUsersOfApplication(id), state.pageUsersOfApplication(id, undefined, 100).items.map((u) => u.id)]),
+    group: [state.usersOfGroup('grp1').map((u) => u.id), state.pageUsersOfGroup('grp1', undefined, 100).items.map((u) => u.id)],
+    orgs: ['org1', 'org2'].map((id) => [state.usersOfOrganization(id).map((u) => u.id), state.countUsersOfOrganization(id), state.pageUsersOfOrganization(id, undefined, 100).items.map((u) => u.id)]),
+  };
+}
+
+test('memberships a load leaves to indexStep follow changes to Users the walk has and has not reached, and a read or an import finishes the walk first', () => {
+  const live = new State();
+  let seq = 0;
+  const group = { id: 'grp1', name: 'G', description: '', customData: {}, status: 'ENABLED' as const, application: 'app1', createdAt: at, modifiedAt: at };
+  live.apply(put(++seq, 'organization', org('org1')));
+  live.apply(put(++seq, 'organization', org('org2')));
+  live.apply(put(++seq, 'application', app('app1', at)));
+  live.apply(put(++seq, 'application', app('app2', at + 1)));
+  live.apply({ seq: ++seq, at: at + seq, ops: [{ op: 'put', kind: 'group', value: group }] });
+  for (let n = 1; n <= 20; n++) live.apply(put(++seq, 'user', user(`u${n}`, n, { groups: n % 2 === 0 ? ['grp1'] : [] })));
+  const sections = sectionsOf(live);
+  const baseSeq = seq;
+  const load = (): State => {
+    const state = loadInChunks(sections, baseSeq);
+    assert.equal(state.indexingMembers, true);
+    state.indexStep(5, 7); // the walk has reached u5
+    return state;
+  };
+  const del = (id: string): LogRecord => ({ seq: ++seq, at: at + seq, ops: [{ op: 'del', kind: 'user', id }] });
+  const both = (states: State[], record: LogRecord): void => {
+    live.apply(record);
+    for (const state of states) state.apply(structuredClone(record));
+  };
+
+  const read = load();
+  assert.deepEqual(memberships(read), memberships(live), 'a read before the walk is done');
+  assert.equal(read.indexingMembers, false);
+
+  const walked = load();
+  const imported = load();
+  const states = [walked, imported];
+  both(states, put(++seq, 'user', user('u3', 3, { applications: ['app2'], groups: [] }))); // reached
+  both(states, put(++seq, 'user', user('u12', 12, { applications: ['app2'], organization: 'org2' }))); // not reached
+  both(states, del('u4'));
+  both(states, del('u15'));
+  both(states, put(++seq, 'user', user('u21', 21, { applications: ['app2'] }))); // new, after every loaded User
+  both(states, put(++seq, 'user', user('u0', -5, { groups: ['grp1'], organization: 'org2' }))); // new, before the walk's place
+  both(states, put(++seq, 'user', user('u16', 16, { applications: ['app1', 'app2'], groups: [] }))); // not reached
+  both(states, del('u16'));
+  for (const state of states) assert.equal(state.indexingMembers, true, 'none of these needed the walk finished');
+  while (walked.indexStep(3, 7));
+  assert.equal(walked.indexingMembers, false);
+  assert.deepEqual(memberships(walked), memberships(live));
+
+  // An import moving a User the walk has not reached to before its place would be missed (or counted twice the other way).
+  both([imported], put(++seq, 'user', user('u9', -9, { applications: ['app2'] })));
+  assert.equal(imported.indexingMembers, false);
+  assert.deepEqual(memberships(imported), memberships(live));
+});
