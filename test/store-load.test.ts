@@ -34,6 +34,20 @@ function put(seq: number, kind: 'organization' | 'application' | 'user', value: 
   return { seq, at: at + seq, ops: [{ op: 'put', kind, value } as LogRecord['ops'][number]] };
 }
 
+function delUser(seq: number, id: string): LogRecord {
+  return { seq, at: at + seq, ops: [{ op: 'del', kind: 'user', id }] };
+}
+
+/** A State's sections as a snapshot would hold them. */
+function sectionsOf(state: State): Array<[EntityKind, unknown[]]> {
+  return state.snapshotSource().sections.map((s): [EntityKind, unknown[]] => {
+    const values: unknown[] = [];
+    const it = s.entries();
+    for (let r = it.next(); r.done !== true; r = it.next()) values.push(r.value);
+    return [s.kind, values];
+  });
+}
+
 function loadInChunks(sections: ReadonlyArray<[EntityKind, unknown[]]>, baseSeq: number): State {
   const state = new State();
   for (const [kind, values] of sections) {
@@ -68,19 +82,12 @@ test('a loaded state answers like the state it was taken from, and records apply
   live.apply(put(++seq, 'organization', org('org1')));
   live.apply(put(++seq, 'application', app('app1', at)));
   for (let n = 1; n <= 9; n++) live.apply(put(++seq, 'user', user(`u${n}`, n, n % 3 === 0 ? { apikeys: [{ id: `K${n}`, name: 'k', description: '', status: 'ENABLED', nonce: 'n', createdAt: at, modifiedAt: at }] } : {})));
-  const source = live.snapshotSource();
-  const sections = source.sections.map((s): [EntityKind, unknown[]] => {
-    const values: unknown[] = [];
-    const it = s.entries();
-    for (let r = it.next(); r.done !== true; r = it.next()) values.push(r.value);
-    return [s.kind, values];
-  });
-  const loaded = loadInChunks(sections, source.baseSeq);
+  const loaded = loadInChunks(sectionsOf(live), seq);
   for (const u of live.allUsers()) assert.deepEqual(loaded.user(u.id), u);
   assert.equal(loaded.userByApikey('K6')?.id, 'u6');
   assert.deepEqual(loaded.usersOfApplication('app1').map((u) => u.id), live.usersOfApplication('app1').map((u) => u.id));
 
-  const next = put(source.baseSeq + 1, 'user', user('u5', 5, { email: 'five@example.com', applications: [] }));
+  const next = put(++seq, 'user', user('u5', 5, { email: 'five@example.com', applications: [] }));
   live.apply(next);
   loaded.apply(structuredClone(next));
   assert.equal(loaded.userByEmail('user5@example.com'), undefined);
@@ -133,8 +140,8 @@ test('a State written to a real snapshot (string dictionary and all) and loaded 
   // Before the search build runs: a change, a delete, and a delete then a create of the same id, applied to both.
   const changes = [
     put(++seq, 'user', user('u3', 3, { name: 'Renamed Zebra' })),
-    { seq: ++seq, at: at + seq, ops: [{ op: 'del' as const, kind: 'user' as const, id: 'u5' }] },
-    { seq: ++seq, at: at + seq, ops: [{ op: 'del' as const, kind: 'user' as const, id: 'u7' }] },
+    delUser(++seq, 'u5'),
+    delUser(++seq, 'u7'),
     put(++seq, 'user', user('u7', 7, { name: 'Back Again Zebra', createdAt: at + 1000 })),
   ];
   for (const change of changes) {
@@ -147,16 +154,6 @@ test('a State written to a real snapshot (string dictionary and all) and loaded 
   for (const term of ['zebra', 'user', 'user5', 'renamed', 'back again']) assert.deepEqual(ids(loaded, term), ids(live, term), `after the build: ${term}`);
   assert.deepEqual(ids(loaded, 'zebra'), ['u3', 'u7']);
 });
-
-/** A State's sections as a snapshot would hold them. */
-function sectionsOf(state: State): Array<[EntityKind, unknown[]]> {
-  return state.snapshotSource().sections.map((s): [EntityKind, unknown[]] => {
-    const values: unknown[] = [];
-    const it = s.entries();
-    for (let r = it.next(); r.done !== true; r = it.next()) values.push(r.value);
-    return [s.kind, values];
-  });
-}
 
 /** Every membership answer, in the order the State gives it. */
 function memberships(state: State): unknown {
@@ -185,7 +182,6 @@ test('memberships a load leaves to indexStep follow changes to Users the walk ha
     state.indexStep(5, 7); // the walk has reached u5
     return state;
   };
-  const del = (id: string): LogRecord => ({ seq: ++seq, at: at + seq, ops: [{ op: 'del', kind: 'user', id }] });
   const both = (states: State[], record: LogRecord): void => {
     live.apply(record);
     for (const state of states) state.apply(structuredClone(record));
@@ -200,12 +196,12 @@ test('memberships a load leaves to indexStep follow changes to Users the walk ha
   const states = [walked, imported];
   both(states, put(++seq, 'user', user('u3', 3, { applications: ['app2'], groups: [] }))); // reached
   both(states, put(++seq, 'user', user('u12', 12, { applications: ['app2'], organization: 'org2' }))); // not reached
-  both(states, del('u4'));
-  both(states, del('u15'));
+  both(states, delUser(++seq, 'u4'));
+  both(states, delUser(++seq, 'u15'));
   both(states, put(++seq, 'user', user('u21', 21, { applications: ['app2'] }))); // new, after every loaded User
   both(states, put(++seq, 'user', user('u0', -5, { groups: ['grp1'], organization: 'org2' }))); // new, before the walk's place
   both(states, put(++seq, 'user', user('u16', 16, { applications: ['app1', 'app2'], groups: [] }))); // not reached
-  both(states, del('u16'));
+  both(states, delUser(++seq, 'u16'));
   for (const state of states) assert.equal(state.indexingMembers, true, 'none of these needed the walk finished');
   while (walked.indexStep(3, 7));
   assert.equal(walked.indexingMembers, false);
