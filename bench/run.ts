@@ -21,6 +21,7 @@ import {
 import * as auth from './lib/auth-scenarios.js';
 import * as data from './lib/data-scenarios.js';
 import type { ScenarioContext } from './lib/scenario-kit.js';
+import { describePauses, serverWindow } from './lib/server-pauses.js';
 
 const fullUsers = 1_000_000;
 /** --quick: a tenth of the data and short runs, to finish in under two minutes. */
@@ -220,9 +221,13 @@ async function main(): Promise<void> {
     // Another busy process on a 2-core machine shows up in the numbers; the load average says when.
     const loadBefore = loadavg()[0]!;
     try {
+      const window = await serverWindow(ctx);
       const out = await run();
+      const pauses = await window();
+      if (pauses !== undefined) log(`${id}: server meanwhile (warm-up included): ${describePauses(pauses)}`);
       for (const row of Array.isArray(out) ? out : [out]) {
         row.extra['loadAverageBefore'] = loadBefore;
+        row.extra['serverDuringScenario'] = pauses;
         rows.push(row);
         const rate = row.reqPerSec === null ? '' : `${perSec(row.reqPerSec)}, p50 ${ms(row.p50Ms)} ms, p99 ${ms(row.p99Ms)} ms; `;
         const parts = [row.ratio === null ? '' : `${row.ratio.toFixed(2)} x the first ceiling`, row.verdict.replace(/^; /, '')].filter((p) => p !== '');

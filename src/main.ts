@@ -24,6 +24,7 @@ import { BruteForceLimiter } from './auth/limiter.js';
 import { Audit, batchingSink, logSafe, type AuditSink } from './service/audit.js';
 import { Authenticator } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
+import { RuntimeStats } from './service/runtime-stats.js';
 import { whenReady } from './service/when-ready.js';
 import { MicrosClock } from './store/clock.js';
 import { bootstrap } from './store/decide.js';
@@ -129,8 +130,11 @@ async function main(): Promise<void> {
   // A failed fsync fails the log for good: exit at once, not only when a request next meets it.
   persistence.setFailureListener(exitOnStorageFailure);
 
+  const runtime = new RuntimeStats();
+  runtime.start();
   const metrics = new Metrics({
     counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence,
+    runtime,
   });
   const requestLogOn = logger.isLevelEnabled('info');
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
@@ -179,6 +183,7 @@ async function main(): Promise<void> {
     await server.close(shutdownGraceMs);
     await persistence.close();
     await pool.close();
+    runtime.stop();
     auditLines.flush();
     logger.info('stopped cleanly');
     logger.flush();

@@ -119,3 +119,32 @@ test('entity counts, hash queue, log and snapshot figures', async () => {
   assert.ok(get(samples, 'authd_snapshot_last_bytes') > 0);
   assert.ok(get(samples, 'process_resident_memory_bytes') > 0);
 });
+
+/** The buckets of one histogram series (`labels` as in the exposition, '' for none), checked to be cumulative and to end at _count. */
+function histogramOf(samples: Map<string, number>, name: string, labels: string): { le: string; n: number }[] {
+  const prefix = labels === '' ? '' : `${labels},`;
+  const rows = [...samples].filter(([key]) => key.startsWith(`${name}_bucket{${prefix}le="`)).map(([key, n]) => ({ le: /le="([^"]+)"/.exec(key)![1]!, n }));
+  assert.ok(rows.length > 1, `${name}{${labels}} has buckets`);
+  assert.equal(rows.at(-1)!.le, '+Inf');
+  for (let i = 1; i < rows.length; i++) assert.ok(rows[i]!.n >= rows[i - 1]!.n, `${name} buckets are cumulative`);
+  const braced = labels === '' ? '' : `{${labels}}`;
+  assert.equal(rows.at(-1)!.n, get(samples, `${name}_count${braced}`), `${name}: +Inf equals _count`);
+  assert.ok(samples.has(`${name}_sum${braced}`));
+  return rows;
+}
+
+test('collection pauses by kind and the event-loop delay, as cumulative histograms that only grow', async () => {
+  const first = await scrape();
+  for (const kind of ['minor', 'major', 'incremental', 'weakcb']) histogramOf(first, 'nodejs_gc_duration_seconds', `kind="${kind}"`);
+  const before = histogramOf(first, 'authd_event_loop_delay_seconds', '');
+  // The delay is sampled every 10 ms whether or not anyone asks: a wait adds samples.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const second = await scrape();
+  const after = histogramOf(second, 'authd_event_loop_delay_seconds', '');
+  assert.ok(after.at(-1)!.n > before.at(-1)!.n, 'samples were taken meanwhile');
+  after.forEach((row, i) => assert.ok(row.n >= before[i]!.n, 'never reset by a scrape'));
+  for (const kind of ['minor', 'major', 'incremental', 'weakcb']) {
+    const key = `nodejs_gc_duration_seconds_count{kind="${kind}"}`;
+    assert.ok(get(second, key) >= get(first, key), `${kind} collections only add up`);
+  }
+});

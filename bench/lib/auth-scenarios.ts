@@ -16,6 +16,7 @@ import { ms, type ScenarioResult } from './report.js';
 import {
   adminHeaders, call, endUserAddress, httpRow, measure, median, metric, unexpected, waitHashQueueIdle, type ScenarioContext,
 } from './scenario-kit.js';
+import { describePauses, serverWindow } from './server-pauses.js';
 
 // Targets, from the issue's table.
 const apikeyRatioMin = 0.6;
@@ -221,10 +222,12 @@ async function overflow(ctx: ScenarioContext, verifyMs: number): Promise<Scenari
     },
   };
   const probe = startLoad({ port: ctx.port, connections: healthProbeConnections, durationS: ctx.argon2MeasureS, overallRate: healthProbeRatePerSec, requests: [{ method: 'GET', path: '/health' }] });
+  const window = await serverWindow(ctx);
   const load = await runLoad({
     port: ctx.port, connections, durationS: ctx.argon2MeasureS, connectionRate: overflowConnectionRatePerSec, headers: adminHeaders(f), requests: [request],
     settleS: overflowSettleS,
   });
+  const pauses = await window();
   const healthLoad = await probe.result;
   // `shed` counts the whole run, the untimed first second too; load.durationS is the timed part only.
   const shedPerSec = shed / (load.durationS + overflowSettleS);
@@ -234,7 +237,8 @@ async function overflow(ctx: ScenarioContext, verifyMs: number): Promise<Scenari
     ? `no 503 at ${connections} connections (hashQueueMax ${hashQueueMax})`
     : `${shed.toLocaleString('en-US')} shed (${Math.round(shedPerSec).toLocaleString('en-US')}/s), ${withRetryAfter === shed ? 'all' : `${withRetryAfter} of them`} with Retry-After, ` +
       `503 p99 ${ms(load.failed.p99Ms)} ms (timed after the first ${overflowSettleS} s, while ${connections} connections open at once); ` +
-      `accepted p99 ${ms(load.ok.p99Ms)} ms; /health p99 ${ms(healthLoad.ok.p99Ms)} ms`;
+      `accepted p99 ${ms(load.ok.p99Ms)} ms; /health p99 ${ms(healthLoad.ok.p99Ms)} ms` +
+      (pauses === undefined ? '' : `; server meanwhile: ${describePauses(pauses)}`);
   // Anything but 200 and 503 is a fault of its own, and would also blur the 503 latencies above.
   const others = unexpected({ ...load, statusCounts: Object.fromEntries(Object.entries(load.statusCounts).filter(([code]) => code !== '503')) });
   return {
@@ -242,7 +246,7 @@ async function overflow(ctx: ScenarioContext, verifyMs: number): Promise<Scenari
     ratio: null, ceiling: null, target: `503 + Retry-After at once (faster than one verify, ${verifyMs.toFixed(0)} ms)`, pass, verdict: verdict + others,
     extra: {
       connections, hashQueueMax, shed, withRetryAfter, shedP50Ms: load.failed.p50Ms, shedP99Ms: load.failed.p99Ms, shedMaxMs: load.failed.maxMs,
-      acceptedMaxMs: load.ok.maxMs, statusCounts: load.statusCounts, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs,
+      acceptedMaxMs: load.ok.maxMs, statusCounts: load.statusCounts, healthP99Ms: healthLoad.ok.p99Ms, healthMaxMs: healthLoad.ok.maxMs, serverDuringRun: pauses,
     },
   };
 }

@@ -8,6 +8,7 @@ import { basicAuth, runLoad, startLoad } from './load.js';
 import { procStatusBytes, SyscallCounter } from './processes.js';
 import { mb, ms, type ScenarioResult } from './report.js';
 import { adminHeaders, call, httpRow, measure, metric, type ScenarioContext } from './scenario-kit.js';
+import { describePauses, serverWindow } from './server-pauses.js';
 
 // Targets, from the issue's table.
 const userReadRatioMin = 0.5;
@@ -173,9 +174,11 @@ export async function snapshotWhileServing(ctx: ScenarioContext): Promise<Scenar
     port: ctx.port, connections: snapshotLoadConnections, durationS: 3600, overallRate: snapshotLoadRatePerSec,
     headers: { authorization: basicAuth(f.adminEmail, f.password) }, requests: f.userIds.map((id) => ({ method: 'GET', path: `/users/user/${id}` })),
   });
+  const window = await serverWindow(ctx);
   const started = performance.now();
   const res = await call(ctx, 'POST', '/admin/snapshot');
   const wallMs = performance.now() - started;
+  const pauses = await window();
   background.stop();
   const load = await background.result;
   if (res.status !== 200) throw new Error(`H: POST /admin/snapshot answered ${res.status}: ${res.text.slice(0, 300)}`);
@@ -186,9 +189,10 @@ export async function snapshotWhileServing(ctx: ScenarioContext): Promise<Scenar
     id: 'H', name: `snapshot of ${f.users.toLocaleString('en-US')} users while serving`, reqPerSec: load.reqPerSec, p50Ms: load.ok.p50Ms, p99Ms: load.ok.p99Ms,
     ratio: null, ceiling: null, target: `event-loop delay max <= ${snapshotLoopDelayMsMax} ms`, pass: taken && delayMax <= snapshotLoopDelayMsMax,
     verdict: taken
-      ? `max ${ms(delayMax)} ms (p99 ${ms(snap['event_loop_delay_p99_ms'] as number)} ms) over ${(Number(snap['duration_ms']) / 1000).toFixed(1)} s, ${mb(Number(snap['bytes']))}; load ${snapshotLoadRatePerSec}/s p99 ${ms(load.ok.p99Ms)} ms`
+      ? `max ${ms(delayMax)} ms (p99 ${ms(snap['event_loop_delay_p99_ms'] as number)} ms) over ${(Number(snap['duration_ms']) / 1000).toFixed(1)} s, ${mb(Number(snap['bytes']))}; load ${snapshotLoadRatePerSec}/s p99 ${ms(load.ok.p99Ms)} ms` +
+        (pauses === undefined ? '' : `; server meanwhile: ${describePauses(pauses)}`)
       : `no snapshot taken: ${String(snap['reason'])}`,
-    extra: { snapshot: snap, wallMs, backgroundRatePerSec: snapshotLoadRatePerSec, backgroundMaxMs: load.ok.maxMs, statusCounts: load.statusCounts },
+    extra: { snapshot: snap, wallMs, backgroundRatePerSec: snapshotLoadRatePerSec, backgroundMaxMs: load.ok.maxMs, statusCounts: load.statusCounts, serverDuringSnapshot: pauses },
   };
 }
 

@@ -1,10 +1,12 @@
-// Prometheus metrics: requests and latency per route, authentication outcomes, hash queue, log and snapshot figures, entity counts.
+// Prometheus metrics: requests and latency per route, authentication outcomes, hash queue, log and snapshot figures, entity counts, collection pauses and event-loop delay.
 //
 // Per request the cost is one Map lookup by a route label made once at start-up (Reply.route), a few
 // number increments and a scan of fourteen bucket bounds: no allocation once a route has answered
 // with a given status for the first time. Everything else is read from its owner when scraped.
 
+import { eventLoopDelaySampleMs } from '../config/limits.js';
 import type { PersistenceStats } from '../persist/persistence.js';
+import { pauseBucketsS, type RuntimeStats } from '../service/runtime-stats.js';
 import { routeKey, type RouteSpec } from './pipeline.js';
 
 /** Latency bucket bounds in seconds: sub-millisecond for cached checks up to the multi-second tail of argon2 under load. */
@@ -24,6 +26,8 @@ export interface MetricsSources {
   /** True while the search index is (re)built in the background and searches scan instead. */
   searchIndexBuilding(): boolean;
   readonly persistence: { readonly stats: PersistenceStats };
+  /** Collection pauses and event-loop delay, when the process observes them (main.ts starts it). */
+  readonly runtime?: RuntimeStats;
 }
 
 class RouteStats {
@@ -37,6 +41,22 @@ class RouteStats {
 }
 
 type CredentialKind = 'username' | 'apikey';
+
+/** The _bucket (cumulative), _sum and _count lines of one histogram; `labels` without braces, '' for none. */
+function histogram(
+  out: string[], name: string, labels: string, bounds: readonly number[], h: { readonly buckets: Float64Array; readonly sumS: number; readonly count: number },
+): void {
+  const prefix = labels === '' ? '' : `${labels},`;
+  let cumulative = 0;
+  bounds.forEach((le, i) => {
+    cumulative += h.buckets[i]!;
+    out.push(`${name}_bucket{${prefix}le="${le}"} ${cumulative}`);
+  });
+  out.push(`${name}_bucket{${prefix}le="+Inf"} ${h.count}`);
+  const braced = labels === '' ? '' : `{${labels}}`;
+  out.push(`${name}_sum${braced} ${h.sumS}`);
+  out.push(`${name}_count${braced} ${h.count}`);
+}
 
 function labelValue(s: string): string {
   return s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -95,17 +115,7 @@ export class Metrics {
       }
     }
     family('authd_http_request_duration_seconds', 'histogram', 'Time from the request arriving to its answer being handed to the socket, by method and route pattern.');
-    for (const r of all) {
-      const labels = `method="${labelValue(r.method)}",route="${labelValue(r.route)}"`;
-      let cumulative = 0;
-      latencyBucketsS.forEach((le, i) => {
-        cumulative += r.buckets[i]!;
-        out.push(`authd_http_request_duration_seconds_bucket{${labels},le="${le}"} ${cumulative}`);
-      });
-      out.push(`authd_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${r.count}`);
-      out.push(`authd_http_request_duration_seconds_sum{${labels}} ${r.sumS}`);
-      out.push(`authd_http_request_duration_seconds_count{${labels}} ${r.count}`);
-    }
+    for (const r of all) histogram(out, 'authd_http_request_duration_seconds', `method="${labelValue(r.method)}",route="${labelValue(r.route)}"`, latencyBucketsS, r);
 
     family('authd_authentications_total', 'counter', 'POST /authenticate answers, by credential type and result.');
     for (const kind of ['username', 'apikey'] as const) {
@@ -143,6 +153,14 @@ export class Metrics {
     gauge('process_resident_memory_bytes', 'Resident set size of the process.', memory.rss);
     gauge('nodejs_heap_used_bytes', 'V8 heap in use.', memory.heapUsed);
     gauge('process_uptime_seconds', 'Seconds since the metrics began (service start).', (Date.now() - this.startedAtMs) / 1000);
+
+    const runtime = this.sources.runtime;
+    if (runtime !== undefined) {
+      family('nodejs_gc_duration_seconds', 'histogram', 'Garbage-collection pauses of the main thread, by kind.');
+      for (const [kind, h] of runtime.gc) histogram(out, 'nodejs_gc_duration_seconds', `kind="${kind}"`, pauseBucketsS, h);
+      family('authd_event_loop_delay_seconds', 'histogram', `How late a ${eventLoopDelaySampleMs} ms timer ran, one sample per run: the wait a request arriving then would have had before being read.`);
+      histogram(out, 'authd_event_loop_delay_seconds', '', pauseBucketsS, runtime.loopDelay);
+    }
     return `${out.join('\n')}\n`;
   }
 }

@@ -1,0 +1,104 @@
+// The server's own pauses over a window of a run (collections by kind, event-loop delay), from the difference of two scrapes of its cumulative GET /metrics histograms.
+
+import { call, type ScenarioContext } from './scenario-kit.js';
+
+/** One histogram's change over the window: count, seconds, and per upper bound ('+Inf' last) how many fell at or under it but over the bound before. */
+export interface HistogramDelta {
+  readonly count: number;
+  readonly seconds: number;
+  readonly perBucket: ReadonlyArray<{ readonly le: string; readonly n: number }>;
+}
+
+export interface ServerPauses {
+  readonly gc: Readonly<Record<string, HistogramDelta>>;
+  readonly loopDelay: HistogramDelta;
+}
+
+type Histogram = { count: number; seconds: number; cumulative: Array<{ le: string; n: number }> };
+
+/** Every histogram series of `name` in an exposition, by its labels other than le ('' for none). */
+function histograms(text: string, name: string): Map<string, Histogram> {
+  const out = new Map<string, Histogram>();
+  const series = (labels: string): Histogram => {
+    let h = out.get(labels);
+    if (h === undefined) out.set(labels, h = { count: 0, seconds: 0, cumulative: [] });
+    return h;
+  };
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}_`)) continue;
+    const m = /^[a-z_]+_(bucket|sum|count)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (m === null) continue;
+    const value = Number(m[3]);
+    const labels = (m[2] ?? '').split(',').filter((l) => l !== '' && !l.startsWith('le=')).join(',');
+    if (m[1] === 'bucket') series(labels).cumulative.push({ le: /le="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '', n: value });
+    else if (m[1] === 'sum') series(labels).seconds = value;
+    else series(labels).count = value;
+  }
+  return out;
+}
+
+/** Counts per bucket (not cumulative), in the exposition's order. */
+function countsOf(h: Histogram | undefined): number[] {
+  return h === undefined ? [] : h.cumulative.map(({ n }, i) => n - (i === 0 ? 0 : h.cumulative[i - 1]!.n));
+}
+
+function delta(before: Histogram | undefined, after: Histogram): HistogramDelta {
+  const was = countsOf(before);
+  const now = countsOf(after);
+  return {
+    count: after.count - (before?.count ?? 0), seconds: after.seconds - (before?.seconds ?? 0),
+    perBucket: after.cumulative.map(({ le }, i) => ({ le, n: now[i]! - (was[i] ?? 0) })),
+  };
+}
+
+async function scrape(ctx: ScenarioContext): Promise<string | undefined> {
+  try {
+    const res = await call(ctx, 'GET', '/metrics');
+    return res.status === 200 ? res.text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Scrapes now; the function it returns scrapes again and gives what happened in between (undefined where the server has no such metrics). */
+export async function serverWindow(ctx: ScenarioContext): Promise<() => Promise<ServerPauses | undefined>> {
+  const first = await scrape(ctx);
+  return async () => {
+    const second = await scrape(ctx);
+    if (first === undefined || second === undefined) return undefined;
+    const loopAfter = histograms(second, 'authd_event_loop_delay_seconds').get('');
+    if (loopAfter === undefined) return undefined;
+    const gcBefore = histograms(first, 'nodejs_gc_duration_seconds');
+    const gc: Record<string, HistogramDelta> = {};
+    for (const [labels, h] of histograms(second, 'nodejs_gc_duration_seconds')) gc[/kind="([^"]+)"/.exec(labels)?.[1] ?? labels] = delta(gcBefore.get(labels), h);
+    return { gc, loopDelay: delta(histograms(first, 'authd_event_loop_delay_seconds').get(''), loopAfter) };
+  };
+}
+
+/** "(50, 100] ms": the range of the highest bucket that counted anything, or undefined if none did. */
+function longest(h: HistogramDelta): string | undefined {
+  for (let i = h.perBucket.length - 1; i >= 0; i--) {
+    if (h.perBucket[i]!.n <= 0) continue;
+    const low = i === 0 ? '0' : String(Number(h.perBucket[i - 1]!.le) * 1000);
+    const high = h.perBucket[i]!.le === '+Inf' ? 'inf' : String(Number(h.perBucket[i]!.le) * 1000);
+    return `(${low}, ${high}] ms`;
+  }
+  return undefined;
+}
+
+/** How many counted over `seconds` (a bucket bound). */
+function over(h: HistogramDelta, seconds: number): number {
+  const from = h.perBucket.findIndex(({ le }) => le !== '+Inf' && Number(le) >= seconds);
+  return from === -1 ? 0 : h.perBucket.slice(from + 1).reduce((sum, { n }) => sum + n, 0);
+}
+
+/** One line: event-loop stalls over 20 ms and the longest, then collections by kind with their time and longest pause. */
+export function describePauses(p: ServerPauses): string {
+  const stalls = over(p.loopDelay, 0.02);
+  const loop = stalls === 0 ? 'event loop never late by more than 20 ms' : `event loop late by more than 20 ms ${stalls} times, the longest ${longest(p.loopDelay)}`;
+  const gcs = ['major', 'minor', 'incremental']
+    .map((kind) => [kind, p.gc[kind]] as const)
+    .filter(([, h]) => h !== undefined && h.count > 0)
+    .map(([kind, h]) => `${h!.count} ${kind} (${Math.round(h!.seconds * 1000)} ms, longest ${longest(h!)})`);
+  return `${loop}; GC: ${gcs.length === 0 ? 'none' : gcs.join(', ')}`;
+}
