@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pauseBucketsS, RuntimeStats } from '../src/service/runtime-stats.js';
+import { pauseBucketsS, RuntimeStats } from '../src/http/runtime-stats.js';
 
 const bucketOf = (seconds: number): number => {
   const i = pauseBucketsS.findIndex((le) => seconds <= le);
@@ -18,7 +18,7 @@ test('a pause is counted once, in the first bucket whose bound it does not pass,
   assert.equal(major.count, 2);
   assert.equal(major.buckets[bucketOf(0.03)], 1);
   assert.equal(major.buckets[bucketOf(0.001)], 1, 'a pause equal to a bound is in that bucket');
-  assert.ok(Math.abs(major.sumS - 0.031) < 1e-12);
+  assert.ok(Math.abs(major.sum - 0.031) < 1e-12);
   assert.equal(stats.gc.get('minor')!.buckets[pauseBucketsS.length], 1, 'past every bound: the last slot');
   assert.equal(stats.gc.get('incremental')!.count, 0);
 });

@@ -73,7 +73,7 @@ export const bruteForceKeyCharsMax = 256;
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
 export const auditFieldCharsMax = 128;
 
-// Metrics (src/service/runtime-stats.ts)
+// Metrics (src/http/runtime-stats.ts)
 /** The event-loop delay is sampled this often: ~100 timer runs a second, microseconds each. */
 export const eventLoopDelaySampleMs = 10;
 

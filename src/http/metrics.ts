@@ -6,8 +6,9 @@
 
 import { eventLoopDelaySampleMs } from '../config/limits.js';
 import type { PersistenceStats } from '../persist/persistence.js';
-import { pauseBucketsS, type RuntimeStats } from '../service/runtime-stats.js';
+import { Histogram } from './histogram.js';
 import { routeKey, type RouteSpec } from './pipeline.js';
+import type { RuntimeStats } from './runtime-stats.js';
 
 /** Latency bucket bounds in seconds: sub-millisecond for cached checks up to the multi-second tail of argon2 under load. */
 const latencyBucketsS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -32,31 +33,12 @@ export interface MetricsSources {
 
 class RouteStats {
   readonly byStatus = new Map<number, number>();
-  /** Per bucket (not cumulative; summed when rendered), the last slot for slower than every bound. */
-  readonly buckets = new Float64Array(latencyBucketsS.length + 1);
-  sumS = 0;
-  count = 0;
+  readonly latency = new Histogram(latencyBucketsS);
 
   constructor(readonly method: string, readonly route: string) {}
 }
 
 type CredentialKind = 'username' | 'apikey';
-
-/** The _bucket (cumulative), _sum and _count lines of one histogram; `labels` without braces, '' for none. */
-function histogram(
-  out: string[], name: string, labels: string, bounds: readonly number[], h: { readonly buckets: Float64Array; readonly sumS: number; readonly count: number },
-): void {
-  const prefix = labels === '' ? '' : `${labels},`;
-  let cumulative = 0;
-  bounds.forEach((le, i) => {
-    cumulative += h.buckets[i]!;
-    out.push(`${name}_bucket{${prefix}le="${le}"} ${cumulative}`);
-  });
-  out.push(`${name}_bucket{${prefix}le="+Inf"} ${h.count}`);
-  const braced = labels === '' ? '' : `{${labels}}`;
-  out.push(`${name}_sum${braced} ${h.sumS}`);
-  out.push(`${name}_count${braced} ${h.count}`);
-}
 
 function labelValue(s: string): string {
   return s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -83,12 +65,7 @@ export class Metrics {
   requestFinished(route: string | undefined, status: number, durationMs: number): void {
     const stats = (route === undefined ? undefined : this.routes.get(route)) ?? this.unmatched;
     stats.byStatus.set(status, (stats.byStatus.get(status) ?? 0) + 1);
-    const seconds = durationMs / 1000;
-    let i = 0;
-    while (i < latencyBucketsS.length && seconds > latencyBucketsS[i]!) i++;
-    stats.buckets[i]++;
-    stats.sumS += seconds;
-    stats.count++;
+    stats.latency.record(durationMs / 1000);
   }
 
   /** The answer of one POST /authenticate. */
@@ -106,7 +83,7 @@ export class Metrics {
     const family = (name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void => {
       out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     };
-    const all = [...this.routes.values(), this.unmatched].filter((r) => r.count > 0);
+    const all = [...this.routes.values(), this.unmatched].filter((r) => r.latency.count > 0);
 
     family('authd_http_requests_total', 'counter', 'HTTP requests answered, by method, route pattern and status.');
     for (const r of all) {
@@ -115,7 +92,7 @@ export class Metrics {
       }
     }
     family('authd_http_request_duration_seconds', 'histogram', 'Time from the request arriving to its answer being handed to the socket, by method and route pattern.');
-    for (const r of all) histogram(out, 'authd_http_request_duration_seconds', `method="${labelValue(r.method)}",route="${labelValue(r.route)}"`, latencyBucketsS, r);
+    for (const r of all) r.latency.render(out, 'authd_http_request_duration_seconds', `method="${labelValue(r.method)}",route="${labelValue(r.route)}"`);
 
     family('authd_authentications_total', 'counter', 'POST /authenticate answers, by credential type and result.');
     for (const kind of ['username', 'apikey'] as const) {
@@ -157,9 +134,9 @@ export class Metrics {
     const runtime = this.sources.runtime;
     if (runtime !== undefined) {
       family('nodejs_gc_duration_seconds', 'histogram', 'Garbage-collection pauses of the main thread, by kind.');
-      for (const [kind, h] of runtime.gc) histogram(out, 'nodejs_gc_duration_seconds', `kind="${kind}"`, pauseBucketsS, h);
+      for (const [kind, h] of runtime.gc) h.render(out, 'nodejs_gc_duration_seconds', `kind="${kind}"`);
       family('authd_event_loop_delay_seconds', 'histogram', `How late a ${eventLoopDelaySampleMs} ms timer ran, one sample per run: the wait a request arriving then would have had before being read.`);
-      histogram(out, 'authd_event_loop_delay_seconds', '', pauseBucketsS, runtime.loopDelay);
+      runtime.loopDelay.render(out, 'authd_event_loop_delay_seconds', '');
     }
     return `${out.join('\n')}\n`;
   }

@@ -7,24 +7,10 @@
 
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { eventLoopDelaySampleMs } from '../config/limits.js';
+import { Histogram } from './histogram.js';
 
 /** Upper bounds in seconds: a young-generation pause is a few ms; what hurts a request is 20 ms and up. */
 export const pauseBucketsS = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5] as const;
-
-/** Counts per bucket (not cumulative; the last slot is beyond every bound), their sum and count. */
-export class PauseHistogram {
-  readonly buckets = new Float64Array(pauseBucketsS.length + 1);
-  sumS = 0;
-  count = 0;
-
-  record(seconds: number): void {
-    let i = 0;
-    while (i < pauseBucketsS.length && seconds > pauseBucketsS[i]!) i++;
-    this.buckets[i]++;
-    this.sumS += seconds;
-    this.count++;
-  }
-}
 
 /** The kinds Node reports a collection as, named as prom-client names them. */
 export type GcKind = 'minor' | 'major' | 'incremental' | 'weakcb';
@@ -38,9 +24,9 @@ const kindOfFlag = new Map<number, GcKind>([
 ]);
 
 export class RuntimeStats {
-  readonly gc = new Map<GcKind, PauseHistogram>(gcKinds.map((kind) => [kind, new PauseHistogram()]));
+  readonly gc = new Map<GcKind, Histogram>(gcKinds.map((kind) => [kind, new Histogram(pauseBucketsS)]));
   /** Per sample: how much later than due the delay timer ran. */
-  readonly loopDelay = new PauseHistogram();
+  readonly loopDelay = new Histogram(pauseBucketsS);
   private observer: PerformanceObserver | undefined;
   private timer: NodeJS.Timeout | undefined;
 
