@@ -13,7 +13,7 @@ import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
 import type { Fixtures } from './lib/dataset.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import {
-  distPath, freePort, procStatusBytes, removeOnExit, runToCompletion, serviceNodeFlags, startChild, waitHealthy, type Child,
+  distPath, freePort, procStatusBytes, removeOnExit, runToCompletion, startChild, waitHealthy, type Child,
 } from './lib/processes.js';
 import {
   judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport, type BenchReport, type MicroReport, type ScenarioResult,
@@ -98,7 +98,7 @@ function serverEnv(dirs: Dirs, port: number, logLevel: string): Record<string, s
 
 async function startAuthd(dirs: Dirs, logLevel: string): Promise<{ server: Child; port: number; spawnToHealthyMs: number; recovered: Promise<number | undefined> }> {
   const port = await freePort();
-  const server = startChild('authd', distPath('src/main.js'), [], serverEnv(dirs, port, logLevel), serviceNodeFlags());
+  const server = startChild('authd', distPath('src/main.js'), [], serverEnv(dirs, port, logLevel));
   // Registered before the line can appear; only an info-level start ever logs it.
   const recovered = server.logged((l) => l['msg'] === 'state recovered').then((l) => (typeof l['ms'] === 'number' ? l['ms'] : undefined));
   const healthyAt = await waitHealthy(server, port, startTimeoutMs);
@@ -191,7 +191,7 @@ async function main(): Promise<void> {
   log(`ceiling: GET ${perSec(ceilings.get.reqPerSec)} (p99 ${ms(ceilings.get.ok.p99Ms)} ms), POST ${perSec(ceilings.post.reqPerSec)} (p99 ${ms(ceilings.post.ok.p99Ms)} ms)`);
 
   const { server, port, spawnToHealthyMs } = await startAuthd(dirs, 'warn');
-  log(`authd up in ${(spawnToHealthyMs / 1000).toFixed(2)} s (pid ${server.pid}, port ${port}, node flags as npm start gives them: ${serviceNodeFlags().join(' ') || 'none'})`);
+  log(`authd up in ${(spawnToHealthyMs / 1000).toFixed(2)} s (pid ${server.pid}, port ${port})`);
   const ctx: ScenarioContext = {
     port, pid: server.pid, dataDir: dirs.dataDir, keyFile: dirs.keyFile, fixtures, micro, connections: args.connections,
     warmS: times.warmS, measureS: times.measureS, argon2MeasureS: times.argon2MeasureS, ceilingGet: ceilings.get, ceilingPost: ceilings.post,
@@ -266,7 +266,7 @@ async function main(): Promise<void> {
   const m = machine();
   const report: BenchReport = {
     mode, users: fixtures.users, connections: args.connections, durationS: times.measureS, totalS,
-    machine: m, server: { ...serverEnv(dirs, 0, 'warn'), nodeFlags: serviceNodeFlags().join(' ') },
+    machine: m, server: serverEnv(dirs, 0, 'warn'),
     ceilings: { meanPerSec: ceilingPerSec, runs: ceilingRuns, postBodyBytes: Buffer.byteLength(postBody) },
     scenarios: judged, micro,
   };

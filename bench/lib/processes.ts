@@ -152,20 +152,8 @@ export class Child {
   }
 }
 
-/**
- * The node flags `npm start` gives the service (package.json's start script, the one place they are
- * written), so that the benchmark measures the server as it is run. Throws if the script no longer
- * has the expected `node [flags] dist/src/main.js` shape rather than measure something else.
- */
-export function serviceNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as { scripts?: { start?: string } };
-  const m = /(?:^|&& )node((?: --[a-z0-9-]+(?:=\S+)?)*) dist\/src\/main\.js\b/.exec(pkg.scripts?.start ?? '');
-  if (m === null) throw new Error(`package.json's start script is not "... node [flags] dist/src/main.js": ${pkg.scripts?.start}`);
-  return m[1]!.split(' ').filter((flag) => flag !== '');
-}
-
-export function startChild(name: string, script: string, args: readonly string[], env: Readonly<Record<string, string>>, nodeFlags: readonly string[] = []): Child {
-  const child = spawn(process.execPath, [...nodeFlags, script, ...args], {
+export function startChild(name: string, script: string, args: readonly string[], env: Readonly<Record<string, string>>): Child {
+  const child = spawn(process.execPath, [script, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
