@@ -60,18 +60,22 @@ async function scrape(ctx: ScenarioContext): Promise<string | undefined> {
   }
 }
 
+/** What happened between two expositions of GET /metrics; undefined when the second has no event-loop histogram. */
+export function pausesBetween(first: string, second: string): ServerPauses | undefined {
+  const loopAfter = histograms(second, 'authd_event_loop_delay_seconds').get('');
+  if (loopAfter === undefined) return undefined;
+  const gcBefore = histograms(first, 'nodejs_gc_duration_seconds');
+  const gc: Record<string, HistogramDelta> = {};
+  for (const [labels, h] of histograms(second, 'nodejs_gc_duration_seconds')) gc[/kind="([^"]+)"/.exec(labels)?.[1] ?? labels] = delta(gcBefore.get(labels), h);
+  return { gc, loopDelay: delta(histograms(first, 'authd_event_loop_delay_seconds').get(''), loopAfter) };
+}
+
 /** Scrapes now; the function it returns scrapes again and gives what happened in between (undefined where the server has no such metrics). */
 export async function serverWindow(ctx: ScenarioContext): Promise<() => Promise<ServerPauses | undefined>> {
   const first = await scrape(ctx);
   return async () => {
     const second = await scrape(ctx);
-    if (first === undefined || second === undefined) return undefined;
-    const loopAfter = histograms(second, 'authd_event_loop_delay_seconds').get('');
-    if (loopAfter === undefined) return undefined;
-    const gcBefore = histograms(first, 'nodejs_gc_duration_seconds');
-    const gc: Record<string, HistogramDelta> = {};
-    for (const [labels, h] of histograms(second, 'nodejs_gc_duration_seconds')) gc[/kind="([^"]+)"/.exec(labels)?.[1] ?? labels] = delta(gcBefore.get(labels), h);
-    return { gc, loopDelay: delta(histograms(first, 'authd_event_loop_delay_seconds').get(''), loopAfter) };
+    return first === undefined || second === undefined ? undefined : pausesBetween(first, second);
   };
 }
 
