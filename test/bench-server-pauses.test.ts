@@ -37,6 +37,12 @@ test('only what happened between the scrapes counts, in the bucket it fell in', 
   );
 });
 
+test('CPU, when measured, closes the line', () => {
+  const same = exposition([], [], []);
+  const p = { ...pausesBetween(same, same)!, cpu: { serverPct: 101, eventLoopPct: 97, generatorPct: 63 } };
+  assert.ok(describePauses(p).endsWith('; GC: none; CPU (% of a core): server 101 (event loop 97), load generator 63'));
+});
+
 test('a quiet window says so; a server without the histograms gives nothing', () => {
   const same = exposition([], [0.002], [0.001]);
   assert.equal(describePauses(pausesBetween(same, same)!), 'event loop never late by more than 20 ms; GC: none');

@@ -209,6 +209,24 @@ export function procStatusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   }
 }
 
+/** Clock ticks per second of /proc's CPU times: USER_HZ, 100 on every Linux architecture Node runs on. */
+const procTicksPerSec = 100;
+
+/**
+ * CPU seconds (user + system) a process has used, or one of its threads (tid; the main thread's tid
+ * is the pid). Linux only; NaN elsewhere.
+ */
+export function procCpuSeconds(pid: number, tid?: number): number {
+  try {
+    const text = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: fields are counted after its closing one.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / procTicksPerSec;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /**
  * Counts fdatasync calls of a process with `perf stat` on the syscall tracepoint, which costs the
  * traced process next to nothing (unlike strace). Undefined when perf is missing or not permitted.

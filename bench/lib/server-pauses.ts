@@ -1,5 +1,6 @@
-// The server's own pauses over a window of a run (collections by kind, event-loop delay), from the difference of two scrapes of its cumulative GET /metrics histograms.
+// What the server did over a window of a run: its pauses (collections by kind, event-loop delay, from the difference of two scrapes of its cumulative GET /metrics histograms) and the CPU it and the load generator used.
 
+import { procCpuSeconds } from './processes.js';
 import { call, type ScenarioContext } from './scenario-kit.js';
 
 /** One histogram's change over the window: count, seconds, and per upper bound ('+Inf' last) how many fell at or under it but over the bound before. */
@@ -12,6 +13,8 @@ export interface HistogramDelta {
 export interface ServerPauses {
   readonly gc: Readonly<Record<string, HistogramDelta>>;
   readonly loopDelay: HistogramDelta;
+  /** Percent of one core over the window: the server process, its main thread (the event loop), and this process (the load generator). */
+  readonly cpu?: { readonly serverPct: number; readonly eventLoopPct: number; readonly generatorPct: number };
 }
 
 type Histogram = { count: number; seconds: number; cumulative: Array<{ le: string; n: number }> };
@@ -73,9 +76,20 @@ export function pausesBetween(first: string, second: string): ServerPauses | und
 /** Scrapes now; the function it returns scrapes again and gives what happened in between (undefined where the server has no such metrics). */
 export async function serverWindow(ctx: ScenarioContext): Promise<() => Promise<ServerPauses | undefined>> {
   const first = await scrape(ctx);
+  const startedAt = performance.now();
+  const server = procCpuSeconds(ctx.pid);
+  const eventLoop = procCpuSeconds(ctx.pid, ctx.pid);
+  const generator = process.cpuUsage();
   return async () => {
+    const seconds = (performance.now() - startedAt) / 1000;
+    const pct = (cpuSeconds: number): number => Math.round((cpuSeconds / seconds) * 100);
+    const { user, system } = process.cpuUsage(generator);
+    const cpu = {
+      serverPct: pct(procCpuSeconds(ctx.pid) - server), eventLoopPct: pct(procCpuSeconds(ctx.pid, ctx.pid) - eventLoop), generatorPct: pct((user + system) / 1e6),
+    };
     const second = await scrape(ctx);
-    return first === undefined || second === undefined ? undefined : pausesBetween(first, second);
+    const pauses = first === undefined || second === undefined ? undefined : pausesBetween(first, second);
+    return pauses === undefined ? undefined : { ...pauses, cpu: Number.isNaN(cpu.serverPct) ? undefined : cpu };
   };
 }
 
@@ -104,5 +118,6 @@ export function describePauses(p: ServerPauses): string {
     .map((kind) => [kind, p.gc[kind]] as const)
     .filter(([, h]) => h !== undefined && h.count > 0)
     .map(([kind, h]) => `${h!.count} ${kind} (${Math.round(h!.seconds * 1000)} ms, longest ${longest(h!)})`);
-  return `${loop}; GC: ${gcs.length === 0 ? 'none' : gcs.join(', ')}`;
+  const cpu = p.cpu === undefined ? '' : `; CPU (% of a core): server ${p.cpu.serverPct} (event loop ${p.cpu.eventLoopPct}), load generator ${p.cpu.generatorPct}`;
+  return `${loop}; GC: ${gcs.length === 0 ? 'none' : gcs.join(', ')}${cpu}`;
 }
