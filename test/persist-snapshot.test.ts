@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { snapshotChunkEntities, snapshotSharedStringCharsMax, snapshotSharedStringsMax } from '../src/config/limits.js';
+import { snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedStringCharsMax, snapshotSharedStringsMax } from '../src/config/limits.js';
 import { entityKinds, type EntityKind } from '../src/domain/entities.js';
 import { frame, frameHeaderBytes, packr } from '../src/persist/codec.js';
 import { snapshotFileName } from '../src/persist/layout.js';
@@ -275,8 +275,54 @@ test('a version 1 snapshot (no string dictionary) is still read', async (t) => {
   handMade(path, 1, [{ kind: 'user', entities: [packr.pack(old)] }]);
   const loaded = await readSnapshot(storage, path);
   assert.deepEqual(loaded.sections.get('user'), [old]);
-  handMade(path, 3, [{ kind: 'user', entities: [packr.pack(old)] }]);
-  await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 3/));
+  handMade(path, 2, [{ kind: 'user', entities: [packr.pack(old)] }]);
+  assert.deepEqual((await readSnapshot(storage, path)).sections.get('user'), [old], 'version 2 (no list dictionary) too');
+  handMade(path, 4, [{ kind: 'user', entities: [packr.pack(old)] }]);
+  await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 4/));
+});
+
+test('membership lists are written once, in the list dictionary, and every User with the same list gets the same frozen array', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(0);
+  const long = Array.from({ length: snapshotSharedListItemsMax + 1 }, (_, i) => `app-long-${i}`);
+  const listsOf = (i: number): { applications: string[]; groups: string[] } => ({
+    applications: i === 0 ? long : i % 2 === 0 ? ['app-a', 'app-b'] : ['app-a'],
+    groups: i % 3 === 0 ? [] : [`group-${i % 3}`],
+  });
+  // Across several chunks, so later chunks refer to lists an earlier one added.
+  const users = 3 * snapshotChunkEntities;
+  for (let i = 0; i < users; i++) state.maps.get('user')!.set(`u${i}`, user(`u${i}`, `User ${i}`, listsOf(i)));
+  const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
+  const loaded = await readSnapshot(storage, written.path);
+  const restored = new FakeState();
+  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
+  restored.finishLoad(loaded.baseSeq);
+  assert.deepEqual(restored.dump(), state.dump());
+  const byId = new Map((loaded.sections.get('user') as { id: string; applications: readonly string[]; groups: readonly string[] }[]).map((u) => [u.id, u]));
+  const u2 = byId.get('u2')!;
+  assert.equal(byId.get(`u${users - 2}`)!.applications, u2.applications, 'the same list is the same array, in another chunk too');
+  assert.equal(byId.get('u4')!.groups, byId.get('u1')!.groups, 'Groups lists are shared as well');
+  assert.notEqual(byId.get('u1')!.applications, u2.applications);
+  assert.ok(Object.isFrozen(u2.applications), 'a shared list cannot be changed through one User');
+  assert.deepEqual(byId.get('u0')!.applications, long);
+  assert.ok(!Object.isFrozen(byId.get('u0')!.applications), 'a list longer than snapshotSharedListItemsMax is written out');
+});
+
+test('a reference to a list the dictionary does not hold, or a list of strings it does not hold, is invalid', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const path = join(dir, snapshotFileName(5));
+  // { a: <shared list 0> } with no list dictionary: map of 1, key "a", fixext 1 of type 0x4c, filler, 0.
+  handMade(path, snapshotFormatVersion, [{ kind: 'user', entities: [Buffer.from([0x81, 0xa1, 0x61, 0xd4, 0x4c, 0x00, 0x00])] }]);
+  await expectInvalid(path, (err) => assert.match(err.message, /not in the list dictionary/));
+  const frames = [
+    frame(packr.pack({ t: 'header', magic: snapshotMagic, version: snapshotFormatVersion, baseSeq: 5 })),
+    frame(packr.pack({ t: 'chunk', kind: 'user', n: 0, strings: ['app-a'], lists: [[0, 1]] })),
+    frame(packr.pack({ t: 'trailer', counts: {}, chunks: 1 })),
+  ];
+  writeFileSync(path, Buffer.concat(frames));
+  await expectInvalid(path, (err) => assert.match(err.message, /lists are not lists of indices into its strings/));
 });
 
 test('a reference to a string the dictionary does not hold is invalid', async (t) => {

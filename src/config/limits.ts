@@ -101,6 +101,10 @@ export const renderedUsersCachedMax = 10_000;
 export const snapshotSharedStringsMax = 65_536;
 /** Longer strings are rarely repeated (hashes, descriptions) and are written inline. */
 export const snapshotSharedStringCharsMax = 64;
+/** Distinct membership lists one snapshot's dictionary holds (a User's Applications, its Groups); later ones are written element by element. */
+export const snapshotSharedListsMax = 65_536;
+/** Longer lists are rarely repeated and are written element by element. */
+export const snapshotSharedListItemsMax = 16;
 
 // Search
 /** Users added to the trigram index per event-loop turn while it is built in the background (or as many users'

@@ -17,7 +17,7 @@ export interface SnapshotSource {
    * The form an entity is written in: a copy whose repeated strings went through `share`, which puts
    * them in the snapshot's dictionary (src/store/compact.ts says which). Without it, entities are written as they are.
    */
-  readonly shareStrings?: (kind: EntityKind, value: unknown, share: (s: string) => unknown) => unknown;
+  readonly shareStrings?: (kind: EntityKind, value: unknown, share: (s: string) => unknown, shareList: (list: readonly string[]) => unknown) => unknown;
 }
 
 /**

@@ -3,7 +3,7 @@
 // File format: a sequence of frames exactly like log frames ([u32 LE length][u32 LE crc32c][payload]).
 // Each payload is one or more concatenated msgpack values, the first a descriptor:
 //   header   { t: 'header', magic, version, baseSeq }
-//   chunk    { t: 'chunk', kind, n, strings? } followed by n entities of that kind
+//   chunk    { t: 'chunk', kind, n, strings?, lists? } followed by n entities of that kind
 //   trailer  { t: 'trailer', counts: { <kind>: n, ... }, chunks }
 // A file without its trailer (say, cut short by a crash before the rename) is invalid.
 //
@@ -14,7 +14,13 @@
 // no duplicate to throw away and no lookup to share it. Measured on the benchmark's 1,000,000 users against
 // version 1, which shared strings after decoding through a lookup table: file 367 -> 266 MB, start-up
 // 8.5-9.4 -> 6.9-7.1 s, RSS when ready 1.38 -> 1.27 GB.
-// Version 1 files (no dictionary) are still read.
+// List dictionary (version 3): a User's membership list (its Applications, its Groups) is written once, in
+// the `lists` of the first chunk that uses it, as the indices of its strings in the string dictionary, and
+// everywhere as a reference (ext sharedListExt holding its index among all the chunks' lists so far).
+// Decoding makes each list once, frozen, and hands that array to every User that has it: a million Users
+// in a few hundred combinations of Applications hold a few hundred arrays instead of a million (and their
+// backing stores), which is that many fewer objects to allocate on load and to mark in every full collection.
+// Version 1 files (no dictionary) and version 2 files (no list dictionary) are still read.
 //
 // Entities in a chunk use msgpackr records in sequential mode: each key set is defined inline once
 // per frame and later entities refer to it, so a frame still decodes on its own (no shared
@@ -26,7 +32,8 @@ import { basename, join } from 'node:path';
 import { addExtension, Packr, Unpackr } from 'msgpackr';
 import { entityKinds, type EntityKind } from '../domain/entities.js';
 import {
-  snapshotChunkBytesMax, snapshotChunkEntities, snapshotSharedStringCharsMax, snapshotSharedStringsMax, walRecordBytesMax,
+  snapshotChunkBytesMax, snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedListsMax, snapshotSharedStringCharsMax,
+  snapshotSharedStringsMax, walRecordBytesMax,
 } from '../config/limits.js';
 import { crc32c } from './crc32c.js';
 import { frame, frameHeaderBytes, isEntityKind, isObject, packr } from './codec.js';
@@ -35,9 +42,9 @@ import type { SnapshotSource } from './replayable.js';
 import type { ReadableFile, Storage, WritableFile } from './storage.js';
 
 export const snapshotMagic = 'authd-snapshot';
-export const snapshotFormatVersion = 2;
-/** Versions this build reads: 1 is 2 without the string dictionary. */
-const readableVersions: readonly unknown[] = [1, 2];
+export const snapshotFormatVersion = 3;
+/** Versions this build reads: 2 is 3 without the list dictionary, 1 is 2 without the string dictionary. */
+const readableVersions: readonly unknown[] = [1, 2, 3];
 
 /**
  * A chunk stops growing once it reaches snapshotChunkBytesMax, so it can overshoot by one entity,
@@ -104,12 +111,21 @@ class SharedString {
   constructor(readonly index: number) {}
 }
 
+/** msgpack extension type of a reference into the snapshot's list dictionary ('L'). */
+const sharedListExt = 0x4c;
+
+/** A list in the dictionary, packed as its index. */
+class SharedList {
+  constructor(readonly index: number) {}
+}
+
 /**
- * The dictionary of the snapshot being decoded. msgpackr's extensions are global, so it is set only for
- * the length of one synchronous decode (decodeValues): reads of two files can never mix, and a
+ * The dictionaries of the snapshot being decoded. msgpackr's extensions are global, so they are set only
+ * for the length of one synchronous decode (decodeValues): reads of two files can never mix, and a
  * reference anywhere else (a log record can hold none) finds no dictionary and fails.
  */
 let decodingDictionary: readonly string[] | undefined;
+let decodingLists: readonly (readonly string[])[] | undefined;
 
 addExtension({
   Class: SharedString,
@@ -122,10 +138,31 @@ addExtension({
   },
 });
 
-/** The writer's side of the dictionary: a string's first use adds it; the chunk being encoded carries the strings it added. */
+addExtension({
+  Class: SharedList,
+  type: sharedListExt,
+  write: (ref: SharedList) => ref.index,
+  read: (index: unknown) => {
+    const list = typeof index === 'number' ? decodingLists?.[index] : undefined;
+    if (list === undefined) throw new Error(`reference ${String(index)} is not in the list dictionary`);
+    return list;
+  },
+});
+
+/** A node of DictionaryWriter's list trie: the list ending here, and the lists that go on from here, by their next string. */
+interface ListNode {
+  ref?: SharedList;
+  next?: Map<SharedString, ListNode>;
+}
+
+/** The writer's side of the dictionaries: a string's or list's first use adds it; the chunk being encoded carries what it added. */
 class DictionaryWriter {
   private readonly refs = new Map<string, SharedString>();
   private added: string[] = [];
+  /** Lists already in the dictionary, as a trie on their strings' references: found with no key to build. */
+  private readonly listRoot: ListNode = {};
+  private listsCount = 0;
+  private addedLists: number[][] = [];
   /** Encoded bytes the added strings can take (UTF-8 at most 3 per UTF-16 unit, plus a header): counted towards the chunk's size. */
   addedBytes = 0;
 
@@ -142,12 +179,44 @@ class DictionaryWriter {
     return ref;
   };
 
-  /** The strings added since the last call, for the chunk descriptor. */
-  take(): string[] {
-    const added = this.added;
+  /**
+   * A list whose strings all went into the dictionary, as one reference; otherwise its strings one by one.
+   * A snapshot shares two lists per User, so finding one must be cheap: a walk down the trie of its strings'
+   * references, one Map lookup by object per string (keys joined into strings took 1.3-1.9 s more per
+   * million Users, measured).
+   */
+  readonly shareList = (list: readonly string[]): unknown => {
+    if (list.length === 0) return list;
+    if (list.length > snapshotSharedListItemsMax) return list.map(this.share);
+    let node = this.listRoot;
+    for (const s of list) {
+      const ref = this.share(s);
+      if (!(ref instanceof SharedString)) return list.map(this.share);
+      let child = node.next?.get(ref);
+      if (child === undefined) {
+        if (this.listsCount >= snapshotSharedListsMax) return list.map(this.share);
+        child = {};
+        (node.next ??= new Map()).set(ref, child);
+      }
+      node = child;
+    }
+    if (node.ref === undefined) {
+      if (this.listsCount >= snapshotSharedListsMax) return list.map(this.share);
+      node.ref = new SharedList(this.listsCount++);
+      const indices = list.map((s) => this.refs.get(s)!.index);
+      this.addedLists.push(indices);
+      this.addedBytes += 5 * indices.length + 5;
+    }
+    return node.ref;
+  };
+
+  /** The strings and lists added since the last call, for the chunk descriptor. */
+  take(): { strings: string[]; lists: number[][] } {
+    const taken = { strings: this.added, lists: this.addedLists };
     this.added = [];
+    this.addedLists = [];
     this.addedBytes = 0;
-    return added;
+    return taken;
   }
 }
 
@@ -240,14 +309,16 @@ export async function writeSnapshot(
             done = true;
             break;
           }
-          const packed = entityPackr.pack(shareStrings === undefined ? next.value : shareStrings(section.kind, next.value, dictionary.share));
+          const packed = entityPackr.pack(shareStrings === undefined ? next.value : shareStrings(section.kind, next.value, dictionary.share, dictionary.shareList));
           parts.push(packed);
           bytes += packed.length;
         }
         if (parts.length === 0) break;
         // Plain map, packed last but placed first: it touches no record structure, so order does not matter.
-        const strings = dictionary.take();
-        const descriptor = packr.pack(strings.length === 0 ? { t: 'chunk', kind: section.kind, n: parts.length } : { t: 'chunk', kind: section.kind, n: parts.length, strings });
+        const { strings, lists } = dictionary.take();
+        const descriptor = packr.pack({
+          t: 'chunk', kind: section.kind, n: parts.length, ...(strings.length === 0 ? {} : { strings }), ...(lists.length === 0 ? {} : { lists }),
+        });
         await writer.put(frameParts([descriptor, ...parts], descriptor.length + bytes, frameBuffers[chunks % 2]));
         counts[section.kind] += parts.length;
         chunks++;
@@ -360,23 +431,40 @@ class FrameReader {
   }
 }
 
+/** What a read has met of a snapshot's dictionaries so far (a chunk adds to them; later chunks refer back). */
+interface Dictionaries {
+  readonly strings: string[];
+  readonly lists: (readonly string[])[];
+}
+
+/** A chunk's `lists`: each a non-empty list of at most snapshotSharedListItemsMax indices into the strings. */
+function isListIndices(lists: unknown, strings: number): lists is number[][] {
+  return Array.isArray(lists) && lists.every((l) => Array.isArray(l) && l.length > 0 && l.length <= snapshotSharedListItemsMax &&
+    l.every((i) => Number.isInteger(i) && i >= 0 && i < strings));
+}
+
 /**
- * A frame's values. The first, a chunk's descriptor, adds its strings to `dictionary` before the
- * entities after it are decoded, since they may refer to them.
+ * A frame's values. The first, a chunk's descriptor, adds its strings, then its lists (which name those
+ * strings), to the dictionaries before the entities after it are decoded, since they may refer to them.
  */
-function decodeValues(reader: FrameReader, payload: Buffer, at: number, dictionary: string[]): unknown[] {
+function decodeValues(reader: FrameReader, payload: Buffer, at: number, dictionaries: Dictionaries): unknown[] {
   const values: unknown[] = [];
-  let badStrings = false;
-  decodingDictionary = dictionary;
+  let bad: string | undefined;
+  decodingDictionary = dictionaries.strings;
+  decodingLists = dictionaries.lists;
   try {
     frameUnpackr().unpackMultiple(payload, (value: unknown) => {
-      if (values.length === 0 && isObject(value) && value['strings'] !== undefined) {
-        const strings = value['strings'];
-        if (!Array.isArray(strings) || !strings.every((s) => typeof s === 'string')) {
-          badStrings = true;
-          return false; // stops decoding
+      if (values.length === 0 && isObject(value)) {
+        const { strings, lists } = value;
+        if (strings !== undefined) {
+          if (!Array.isArray(strings) || !strings.every((s) => typeof s === 'string')) bad = 'the chunk\'s strings are not a list of strings';
+          else for (const s of strings as string[]) dictionaries.strings.push(s);
         }
-        for (const s of strings as string[]) dictionary.push(s);
+        if (bad === undefined && lists !== undefined) {
+          if (!isListIndices(lists, dictionaries.strings.length)) bad = 'the chunk\'s lists are not lists of indices into its strings';
+          else for (const l of lists) dictionaries.lists.push(Object.freeze(l.map((i) => dictionaries.strings[i]!)));
+        }
+        if (bad !== undefined) return false; // stops decoding
       }
       values.push(value);
       return true;
@@ -385,9 +473,11 @@ function decodeValues(reader: FrameReader, payload: Buffer, at: number, dictiona
     throw reader.invalid(`payload is not msgpack: ${(err as Error).message}`, at);
   } finally {
     decodingDictionary = undefined;
+    decodingLists = undefined;
   }
-  if (badStrings) throw reader.invalid('the chunk\'s strings are not a list of strings', at);
-  if (dictionary.length > snapshotSharedStringsMax) throw reader.invalid(`the string dictionary holds more than ${snapshotSharedStringsMax} strings`, at);
+  if (bad !== undefined) throw reader.invalid(bad, at);
+  if (dictionaries.strings.length > snapshotSharedStringsMax) throw reader.invalid(`the string dictionary holds more than ${snapshotSharedStringsMax} strings`, at);
+  if (dictionaries.lists.length > snapshotSharedListsMax) throw reader.invalid(`the list dictionary holds more than ${snapshotSharedListsMax} lists`, at);
   return values;
 }
 
@@ -429,8 +519,8 @@ export async function readSnapshot(storage: Storage, path: string): Promise<Load
 }
 
 async function readFrames(reader: FrameReader, path: string, onChunk: SnapshotChunkConsumer): Promise<SnapshotSummary> {
-  const dictionary: string[] = [];
-  const header = decodeValues(reader, await reader.next(), 0, dictionary);
+  const dictionaries: Dictionaries = { strings: [], lists: [] };
+  const header = decodeValues(reader, await reader.next(), 0, dictionaries);
   const h = header[0];
   if (header.length !== 1 || !isObject(h) || h['t'] !== 'header' || h['magic'] !== snapshotMagic) throw reader.invalid('not a snapshot header', 0);
   if (!readableVersions.includes(h['version'])) throw reader.invalid(`unsupported snapshot version ${String(h['version'])}`, 0);
@@ -453,7 +543,7 @@ async function readFrames(reader: FrameReader, path: string, onChunk: SnapshotCh
       at = reader.offset;
       next = reader.atEnd ? undefined : reader.next();
       next?.catch(() => undefined);
-      const values = decodeValues(reader, payload, frameAt, dictionary);
+      const values = decodeValues(reader, payload, frameAt, dictionaries);
       const d = values[0];
       if (!isObject(d)) throw reader.invalid('frame has no descriptor', frameAt);
       if (d['t'] === 'trailer') {

@@ -4,7 +4,7 @@ import { memberIndexUsersPerTurn, pageSubsetWalkSlotsMin, searchIndexDocsPerTurn
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
-import { shareEmptyLists, withSharedStrings, type ShareString } from './compact.js';
+import { shareEmptyLists, withSharedStrings, type ShareList, type ShareString } from './compact.js';
 import { byCreation, CreationOrder, precedes, resolvePage, type Created, type Page, type PagePosition } from './creation-order.js';
 import { MemberIndex } from './members.js';
 import { PagedSearch } from './search-page.js';
@@ -72,7 +72,7 @@ export function groupNameKey(applicationId: string, name: string): string {
 interface Source {
   baseSeq: number;
   sections: { kind: EntityKind; entries: () => Iterator<unknown> }[];
-  shareStrings: (kind: EntityKind, value: unknown, share: ShareString) => unknown;
+  shareStrings: (kind: EntityKind, value: unknown, share: ShareString, shareList: ShareList) => unknown;
 }
 
 export class State {
