@@ -4,7 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedStringCharsMax, snapshotSharedStringsMax } from '../src/config/limits.js';
+import {
+  snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedListsMax, snapshotSharedStringCharsMax, snapshotSharedStringsMax,
+} from '../src/config/limits.js';
 import { entityKinds, type EntityKind } from '../src/domain/entities.js';
 import { frame, frameHeaderBytes, packr } from '../src/persist/codec.js';
 import { snapshotFileName } from '../src/persist/layout.js';
@@ -307,6 +309,25 @@ test('membership lists are written once, in the list dictionary, and every User 
   assert.ok(Object.isFrozen(u2.applications), 'a shared list cannot be changed through one User');
   assert.deepEqual(byId.get('u0')!.applications, long);
   assert.ok(!Object.isFrozen(byId.get('u0')!.applications), 'a list longer than snapshotSharedListItemsMax is written out');
+});
+
+test('the list dictionary stops at snapshotSharedListsMax; later lists are written out and still read back', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(0);
+  // Pairs from 300 Application ids: 70,000 distinct lists whose strings all fit in the string dictionary.
+  const users = snapshotSharedListsMax + 4464;
+  for (let i = 0; i < users; i++) {
+    state.maps.get('user')!.set(`u${i}`, user(`u${i}`, 'n', { applications: [`a${i % 300}`, `b${Math.floor(i / 300) % 300}`] }));
+  }
+  const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
+  const loaded = await readSnapshot(storage, written.path);
+  const restored = new FakeState();
+  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
+  restored.finishLoad(loaded.baseSeq);
+  assert.deepEqual(restored.dump(), state.dump());
+  const last = (loaded.sections.get('user') as { id: string; applications: readonly string[] }[]).find((u) => u.id === `u${users - 1}`)!;
+  assert.ok(!Object.isFrozen(last.applications), 'past the limit a list is written out');
 });
 
 test('a reference to a list the dictionary does not hold, or a list of strings it does not hold, is invalid', async (t) => {
