@@ -133,13 +133,13 @@ export class BruteForceLimiter {
     if (accountState === 'locked') return { admitted: false, delayMs, lockedBy: 'account' };
     const addressState = this.state(addressCounter, this.settings.addressFailureFactor, now);
     if (addressState === 'locked') return { admitted: false, delayMs, lockedBy: 'address' };
-    if (accountState === 'full') return { busy: this.counter(account, accountCounter), delayMs, lockedBy: 'account' };
-    if (addressState === 'full') return { busy: this.counter(address, addressCounter), delayMs, lockedBy: 'address' };
+    if (accountState === 'full') return { busy: this.counter(account, accountCounter, now), delayMs, lockedBy: 'account' };
+    if (addressState === 'full') return { busy: this.counter(address, addressCounter, now), delayMs, lockedBy: 'address' };
     const ticket: Ticket = {
       // Counted on the account even when exempt, so everyone else sees the attempts.
-      account: this.counter(account, accountCounter),
-      address: this.counter(address, addressCounter),
-      pair: this.counter(pairKey, pair),
+      account: this.counter(account, accountCounter, now),
+      address: this.counter(address, addressCounter, now),
+      pair: this.counter(pairKey, pair, now),
       pairKey,
       settled: false,
     };
@@ -259,9 +259,12 @@ export class BruteForceLimiter {
     return counter.inFlight === 0 && (counter.waiters?.length ?? 0) === 0 && now >= counter.lockedUntilMs && now - counter.lastFailureMs >= this.settings.failureResetMs;
   }
 
-  /** The live counter, or a new one (re-inserted last, so the Map's order is oldest use first). */
-  private counter(key: string, existing: Counter | undefined): Counter {
-    const now = this.now();
+  /**
+   * The live counter, or a new one (re-inserted last, so the Map's order is oldest use first). `now` is the
+   * decision's own reading of the clock: reading it again here, three times a decision, was a sixth of the
+   * limiter's cost (two admissions and successes, as one authentication makes: 1.42-1.52 to 1.20-1.25 us).
+   */
+  private counter(key: string, existing: Counter | undefined, now: number): Counter {
     // Re-inserting a hot key (the admin account, a busy address) on every request cost ~12 us in a
     // Map of 25k counters (measured by the benchmark); the use order only needs to be roughly right.
     if (existing !== undefined && now - existing.touchedMs < bruteForceCounterTouchMs) return existing;
