@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import {
   snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedListsMax, snapshotSharedStringCharsMax, snapshotSharedStringsMax,
 } from '../src/config/limits.js';
-import { entityKinds, type EntityKind } from '../src/domain/entities.js';
+import type { EntityKind } from '../src/domain/entities.js';
 import { frame, frameHeaderBytes, packr } from '../src/persist/codec.js';
 import { snapshotFileName } from '../src/persist/layout.js';
 import { readSnapshot, readSnapshotChunks, SnapshotError, snapshotFormatVersion, snapshotMagic, writeSnapshot } from '../src/persist/snapshot.js';
@@ -37,6 +37,14 @@ function frameStarts(buf: Buffer): number[] {
   return starts;
 }
 
+/** A FakeState loaded with a snapshot's sections, as recovery loads the real State. */
+function restoredFrom(loaded: { readonly sections: ReadonlyMap<EntityKind, readonly unknown[]>; readonly baseSeq: number }): FakeState {
+  const restored = new FakeState();
+  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
+  restored.finishLoad(loaded.baseSeq);
+  return restored;
+}
+
 test('a snapshot round-trips many entities in several chunks, under its baseSeq name, with no temporary left', async (t) => {
   const { dir, cleanup } = tempDir();
   t.after(cleanup);
@@ -50,12 +58,7 @@ test('a snapshot round-trips many entities in several chunks, under its baseSeq 
   const loaded = await readSnapshot(storage, written.path);
   assert.equal(loaded.baseSeq, 10);
   assert.equal(loaded.bytes, written.bytes);
-  const restored = new FakeState();
-  for (const kind of entityKinds) {
-    const values = loaded.sections.get(kind);
-    if (values !== undefined) restored.loadSection(kind, values);
-  }
-  restored.finishLoad(loaded.baseSeq);
+  const restored = restoredFrom(loaded);
   assert.deepEqual(restored.dump(), state.dump());
   assert.equal(loaded.sections.has('group'), false, 'empty kinds have no section');
 });
@@ -83,9 +86,7 @@ test('the state may change while the snapshot is written; loading it then replay
   for (const r of later) state.apply(r);
   const written = await writing;
   const loaded = await readSnapshot(storage, written.path);
-  const restored = new FakeState();
-  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
-  restored.finishLoad(loaded.baseSeq);
+  const restored = restoredFrom(loaded);
   for (const r of later) restored.apply(r);
   assert.deepEqual(restored.dump(), state.dump());
 });
@@ -237,9 +238,7 @@ test('repeated strings are written once, in the string dictionary, and come back
   for (const repeated of [orgId, 'group-shared-91', 'gold-tier-label', 'plan-value-x']) assert.equal(occurrences(file, repeated), 1, repeated);
   assert.equal(occurrences(file, longValue), 3 * snapshotChunkEntities, 'a string longer than snapshotSharedStringCharsMax is written inline');
   const loaded = await readSnapshot(storage, written.path);
-  const restored = new FakeState();
-  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
-  restored.finishLoad(loaded.baseSeq);
+  const restored = restoredFrom(loaded);
   assert.deepEqual(restored.dump(), state.dump());
 });
 
@@ -251,9 +250,7 @@ test('the string dictionary stops at snapshotSharedStringsMax; later strings are
   for (let i = 0; i < users; i++) state.maps.get('user')!.set(`u${i}`, user(`u${i}`, 'n', { customData: { tag: `tag-${i}` }, organization: `org-${i % 7}` }));
   const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
   const loaded = await readSnapshot(storage, written.path);
-  const restored = new FakeState();
-  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
-  restored.finishLoad(loaded.baseSeq);
+  const restored = restoredFrom(loaded);
   assert.deepEqual(restored.dump(), state.dump());
 });
 
@@ -297,9 +294,7 @@ test('membership lists are written once, in the list dictionary, and every User 
   for (let i = 0; i < users; i++) state.maps.get('user')!.set(`u${i}`, user(`u${i}`, `User ${i}`, listsOf(i)));
   const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
   const loaded = await readSnapshot(storage, written.path);
-  const restored = new FakeState();
-  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
-  restored.finishLoad(loaded.baseSeq);
+  const restored = restoredFrom(loaded);
   assert.deepEqual(restored.dump(), state.dump());
   const byId = new Map((loaded.sections.get('user') as { id: string; applications: readonly string[]; groups: readonly string[] }[]).map((u) => [u.id, u]));
   const u2 = byId.get('u2')!;
@@ -322,9 +317,7 @@ test('the list dictionary stops at snapshotSharedListsMax; later lists are writt
   }
   const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
   const loaded = await readSnapshot(storage, written.path);
-  const restored = new FakeState();
-  for (const [kind, values] of loaded.sections) restored.loadSection(kind, values);
-  restored.finishLoad(loaded.baseSeq);
+  const restored = restoredFrom(loaded);
   assert.deepEqual(restored.dump(), state.dump());
   const last = (loaded.sections.get('user') as { id: string; applications: readonly string[] }[]).find((u) => u.id === `u${users - 1}`)!;
   assert.ok(!Object.isFrozen(last.applications), 'past the limit a list is written out');
