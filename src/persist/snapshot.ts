@@ -127,27 +127,27 @@ class SharedList {
 let decodingDictionary: readonly string[] | undefined;
 let decodingLists: readonly (readonly string[])[] | undefined;
 
-addExtension({
-  Class: SharedString,
-  type: sharedStringExt,
-  write: (ref: SharedString) => ref.index,
-  read: (index: unknown) => {
-    const s = typeof index === 'number' ? decodingDictionary?.[index] : undefined;
-    if (s === undefined) throw new Error(`reference ${String(index)} is not in the string dictionary`);
-    return s;
-  },
-});
+/**
+ * A msgpack extension that packs a dictionary reference as its index and reads it back as the entry of
+ * `entries()` (the dictionary being decoded), failing for an index that dictionary does not hold.
+ */
+function addReferenceExtension(
+  Class: new (index: number) => { readonly index: number }, type: number, entries: () => readonly unknown[] | undefined, dictionary: string,
+): void {
+  addExtension({
+    Class,
+    type,
+    write: (ref: { readonly index: number }) => ref.index,
+    read: (index: unknown) => {
+      const entry = typeof index === 'number' ? entries()?.[index] : undefined;
+      if (entry === undefined) throw new Error(`reference ${String(index)} is not in the ${dictionary} dictionary`);
+      return entry;
+    },
+  });
+}
 
-addExtension({
-  Class: SharedList,
-  type: sharedListExt,
-  write: (ref: SharedList) => ref.index,
-  read: (index: unknown) => {
-    const list = typeof index === 'number' ? decodingLists?.[index] : undefined;
-    if (list === undefined) throw new Error(`reference ${String(index)} is not in the list dictionary`);
-    return list;
-  },
-});
+addReferenceExtension(SharedString, sharedStringExt, () => decodingDictionary, 'string');
+addReferenceExtension(SharedList, sharedListExt, () => decodingLists, 'list');
 
 /** A node of DictionaryWriter's list trie: the list ending here, and the lists that go on from here, by their next string. */
 interface ListNode {
