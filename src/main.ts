@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import { ApiKeySecrets } from './auth/apikey-secrets.js';
-import { HashPool } from './auth/hash-pool.js';
+import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
 import { ConfigError, defaultPublicUrl, loadConfig, type Config } from './config/config.js';
 import {
@@ -23,7 +23,7 @@ import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
 import { Audit, batchingSink, logSafe, type AuditSink } from './service/audit.js';
-import { Authenticator } from './service/authenticator.js';
+import { Authenticator, type Answer } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { whenReady } from './service/when-ready.js';
 import { MicrosClock } from './store/clock.js';
@@ -31,7 +31,6 @@ import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
 import type { HttpRequest } from './http/adapter.js';
-import type { User } from './domain/entities.js';
 
 /** The logger, and the stream under it that audit lines are written to directly (src/service/audit.ts). */
 function createLogger(level: string): { logger: Logger; destination: AuditSink } {
@@ -155,8 +154,9 @@ async function main(): Promise<void> {
   const renderer = new Renderer(publicUrl, state);
   const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
   metrics.registerRoutes(routes);
-  const counted = (caller: User | undefined): User | undefined => {
-    metrics.callerChecked(caller !== undefined);
+  const counted = (caller: Answer): Answer => {
+    // Shed (the hash queue is full): not evaluated, so not counted.
+    if (!(caller instanceof OverloadedError)) metrics.callerChecked(caller !== undefined);
     return caller;
   };
   handle = createPipeline(routes, {

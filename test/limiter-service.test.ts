@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { HashPool } from '../src/auth/hash-pool.js';
+import { HashPool, overloaded } from '../src/auth/hash-pool.js';
 import type { LimiterSettings } from '../src/auth/limiter.js';
 import type { AuditEntry } from '../src/service/audit.js';
 import { InProcessApp, resultOf, type AppResponse } from './helpers/fault-app.js';
@@ -126,19 +126,30 @@ test('load shedding: past the hash queue a flood is answered 503 with Retry-Afte
     resultOf(await fresh.post('/users/user', { email: 'regular@example.com', password: 'regular-password', applications: [id] }));
     const auth = (username: string, password: string, ip: string): Promise<AppResponse> => fresh.post('/authenticate', { type: 'username', application: id, credential: { username, password }, ip_address: ip });
     assert.equal(resultOf<{ authenticated: boolean }>(await auth('regular@example.com', 'regular-password', '203.0.113.5')).authenticated, true, 'now cached');
+    const base = fresh.state.meta!.baseApplication;
+    resultOf(await fresh.post('/users/user', { email: 'second-admin@example.com', password: 'second-admin-password', applications: [base] }));
     const flood = Array.from({ length: 100 }, (_, i) => auth(`nobody-${i}@example.com`, `wrong-${i}`, `198.51.100.${i}`));
     // Asked while the queue is full: answered from the cache, without waiting behind the flood.
     const regular = await auth('regular@example.com', 'regular-password', '203.0.113.5');
+    // An admin whose password is not cached needs a hash too: refused the same way, before anything is evaluated.
+    const admin = await fresh.get('/users', { auth: { username: 'second-admin@example.com', password: 'second-admin-password' }, remoteAddress: '203.0.113.77' });
+    // Refused at once, as a value: no promise, no exception.
+    const direct = fresh.authenticator.authenticate(id, 'username', 'nobody-direct@example.com', 'wrong', { address: '203.0.113.78' });
     const queueStillBusy = small.queueDepth > 0;
     const answers = await Promise.all(flood);
     assert.equal(resultOf<{ authenticated: boolean }>(regular).authenticated, true);
     assert.ok(queueStillBusy, 'the cached credential was answered while the flood still filled the hash queue');
+    assert.equal(direct, overloaded);
     const shed = answers.filter((r) => r.status === 503);
     assert.ok(shed.length > 50, `${shed.length} of 100 shed`);
-    for (const r of shed) {
+    for (const r of [...shed, admin]) {
+      assert.equal(r.status, 503);
       assert.deepEqual(r.headers.find(([k]) => k === 'Retry-After'), ['Retry-After', '1']);
       assert.match(r.body, /"code":"overloaded"/);
     }
+    const shedLines = audits.filter((a) => a.outcome === 'overloaded');
+    assert.equal(shedLines.filter((a) => a.action === 'authenticate' && a.address.startsWith('198.51.100.')).length, shed.length, 'one audit line per shed attempt');
+    assert.equal(shedLines.filter((a) => a.action === 'caller.authenticate' && a.address === '203.0.113.77').length, 1);
   } finally {
     await fresh.close();
     await small.close();

@@ -59,7 +59,8 @@ function* listChunks(items: Iterable<string>, req: HttpRequest): Generator<strin
   yield `${chunk}]},"elapsed":${elapsedSeconds(req)}}}`;
 }
 
-export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteResult>;
+/** A handler's answer, or the error it would have thrown: returned on hot refusal paths (`overloaded`, see src/auth/hash-pool.ts). */
+export type RouteHandler = (ctx: RouteContext) => RouteResult | OverloadedError | Promise<RouteResult | OverloadedError>;
 
 export interface RouteSpec {
   readonly method: Method;
@@ -75,9 +76,9 @@ export interface PipelineDeps {
   readonly realm: string;
   /**
    * Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter.
-   * A promise only when the answer has to wait (an argon2 verification, a tarpit).
+   * A promise only when the answer has to wait (an argon2 verification, a tarpit); `overloaded` when the hash queue is full.
    */
-  caller(username: string, password: string, address: string): User | undefined | Promise<User | undefined>;
+  caller(username: string, password: string, address: string): User | undefined | OverloadedError | Promise<User | undefined | OverloadedError>;
   /** Told one entry per mutation (every request but GETs and routes marked `mutation: false`) and per refused credential format. */
   audit?(entry: AuditEntry): void;
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
@@ -177,7 +178,8 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
 
   const isAudited = (route: RouteSpec): boolean => deps.audit !== undefined && route.method !== 'GET' && route.mutation !== false;
 
-  const respond = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined, out: RouteResult): Reply => {
+  const respond = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined, out: RouteResult | OverloadedError): Reply => {
+    if (out instanceof OverloadedError) return failed(req, route, params, key, caller, out);
     if (isAudited(route) && caller !== undefined) auditMutation(req, key, params, caller, 'success', out.list === undefined ? out.result : undefined);
     if (out.list !== undefined) {
       return {
@@ -190,7 +192,8 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
   };
 
   /** Once the caller is known: the handler's reply, at once when the handler answers at once. */
-  const handle = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined): Reply | Promise<Reply> => {
+  const handle = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined | OverloadedError): Reply | Promise<Reply> => {
+    if (caller instanceof OverloadedError) return failed(req, route, params, key, undefined, caller);
     try {
       if (route.public !== true && caller === undefined) throw new DomainError('unauthorized');
       const body = parseBody(req);

@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
 import type { HashPool, Argon2Params } from '../auth/hash-pool.js';
-import { needsRehash } from '../auth/hash-pool.js';
+import { needsRehash, overloaded, OverloadedError } from '../auth/hash-pool.js';
 import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
@@ -38,7 +38,7 @@ interface Verified {
 /** What a credential check found, before the Application's rules are applied. */
 interface Checked {
   readonly user: User | undefined;
-  readonly outcome: 'success' | 'failure' | 'locked';
+  readonly outcome: 'success' | 'failure' | 'locked' | 'overloaded';
   /** For the audit line only: the client is never told which check refused. */
   readonly reason?: string;
   /** The account the credential names, when it exists (audit only). */
@@ -46,6 +46,12 @@ interface Checked {
   /** A password success answered by the verify cache: no new authentication happened. */
   readonly cached?: boolean;
 }
+
+/** What a check answers: the User, undefined for every kind of failure alike, or `overloaded` (the hash queue is full). */
+export type Answer = User | undefined | OverloadedError;
+
+/** A password check refused because the hash queue is full: nothing was evaluated, the attempt counts for nothing. */
+const shed: Checked = { user: undefined, outcome: 'overloaded' };
 
 /** Limits that let nothing through: for tools and tests that want no brute-force protection. */
 const unlimited = new BruteForceLimiter({
@@ -76,19 +82,25 @@ export class Authenticator {
    * `user` (the User `username` names, looked up by the caller) if this is its password, else undefined. Unknown
    * usernames cost the same hashing work as known ones, so the answer's timing does not tell which usernames
    * exist. No limiter here: callers go through check(). Answered at once (no promise) when the verify cache
-   * knows the password.
+   * knows the password, and refused at once (`overloaded`, returned rather than thrown: see there) when it
+   * would need a hash the full queue cannot take. A burst of refusals (clients retrying together) costs
+   * the event loop that many times a refusal's cost, which every reply in the burst waits behind.
    */
-  private verifyPassword(user: User | undefined, username: string, password: string): Verified | Promise<Verified> {
+  private verifyPassword(user: User | undefined, username: string, password: string): Verified | Promise<Verified> | OverloadedError {
     if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
-    return this.verifyPasswordSlowly(user, username, password);
+    // Concurrent checks of the same password against the same hash share one argon2 run (see once()).
+    const fingerprint = this.cache.fingerprint(password);
+    const key = user === undefined ? `${fingerprint}\u0000unknown\u0000${username.toLowerCase()}` : `${fingerprint}\u0000${user.passwordHash}`;
+    const shared = this.inFlight.get(key);
+    if (shared === undefined && this.pool.full) return overloaded;
+    return user === undefined
+      ? this.timed(shared ?? this.once(key, this.pool.verifyDummy(password))).then(() => ({ user: undefined, cached: false }))
+      : this.verifiedPassword(user, password, shared ?? this.once(key, this.pool.verifyPassword(password, user.passwordHash)));
   }
 
-  private async verifyPasswordSlowly(user: User | undefined, username: string, password: string): Promise<Verified> {
-    if (user === undefined) {
-      await this.timed(this.once(`${this.cache.fingerprint(password)}\u0000unknown\u0000${username.toLowerCase()}`, () => this.pool.verifyDummy(password)));
-      return { user: undefined, cached: false };
-    }
-    const ok = await this.timed(this.once(`${this.cache.fingerprint(password)}\u0000${user.passwordHash}`, () => this.pool.verifyPassword(password, user.passwordHash)));
+  /** The User once its password checked out: the current one, and only if its password is still the one checked. */
+  private async verifiedPassword(user: User, password: string, verification: Promise<boolean>): Promise<Verified> {
+    const ok = await this.timed(verification);
     if (!ok) return { user: undefined, cached: false };
     // The User may have changed while a worker hashed: judge the current one, and only if its password is the one checked.
     const current = this.state.user(user.id);
@@ -104,12 +116,9 @@ export class Authenticator {
    * Unknown usernames share runs the same way, so a burst of identical guesses costs the same work
    * whether the account exists or not. Keys hold the verify cache's keyed hash, never the password.
    */
-  private once(key: string, verify: () => Promise<boolean>): Promise<boolean> {
-    let flight = this.inFlight.get(key);
-    if (flight === undefined) {
-      flight = verify().finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, flight);
-    }
+  private once(key: string, verification: Promise<boolean>): Promise<boolean> {
+    const flight = verification.finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, flight);
     return flight;
   }
 
@@ -125,8 +134,11 @@ export class Authenticator {
     return this.secrets.verify(key.id, key.nonce, secret) ? { user, key } : undefined;
   }
 
-  /** A caller of the admin API: a User of the base Application, not DISABLED, by password or by ENABLED API Key. */
-  caller(username: string, password: string, address = ''): User | undefined | Promise<User | undefined> {
+  /**
+   * A caller of the admin API: a User of the base Application, not DISABLED, by password or by ENABLED API Key.
+   * `overloaded` when the password needs a hash the full queue cannot take (the HTTP layer answers 503).
+   */
+  caller(username: string, password: string, address = ''): Answer | Promise<Answer> {
     const type: CredentialType = username.includes('@') ? 'username' : 'apikey';
     const checked = this.checkAudited(type, username, password, { address }, 'caller.authenticate');
     return checked instanceof Promise
@@ -134,7 +146,7 @@ export class Authenticator {
       : this.callerOutcome(type, username, address, checked);
   }
 
-  private callerOutcome(type: CredentialType, username: string, address: string, checked: Checked): User | undefined {
+  private callerOutcome(type: CredentialType, username: string, address: string, checked: Checked): Answer {
     const base = this.state.meta?.baseApplication;
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, base === undefined ? undefined : this.state.application(base));
     const user = why === undefined ? checked.user : undefined;
@@ -145,20 +157,20 @@ export class Authenticator {
       action: 'caller.authenticate', caller: user?.id ?? null, targets: targetsOf(type, username, checked.userId),
       outcome: outcomeOf(user, checked), reason: why, address,
     });
-    return user;
+    return checked === shed ? overloaded : user;
   }
 
-  /** POST /authenticate: the User, or undefined for every kind of failure alike. */
+  /** POST /authenticate: the User, or undefined for every kind of failure alike; `overloaded` as for caller(). */
   authenticate(
     applicationId: string, type: CredentialType, username: string, password: string, context: AttemptContext = { address: '' },
-  ): User | undefined | Promise<User | undefined> {
+  ): Answer | Promise<Answer> {
     const checked = this.checkAudited(type, username, password, context, 'authenticate', applicationId);
     return checked instanceof Promise
       ? checked.then((c) => this.authenticateOutcome(applicationId, type, username, context, c))
       : this.authenticateOutcome(applicationId, type, username, context, checked);
   }
 
-  private authenticateOutcome(applicationId: string, type: CredentialType, username: string, context: AttemptContext, checked: Checked): User | undefined {
+  private authenticateOutcome(applicationId: string, type: CredentialType, username: string, context: AttemptContext, checked: Checked): Answer {
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, this.state.application(applicationId));
     const user = why === undefined ? checked.user : undefined;
     const targets = targetsOf(type, username, checked.userId, applicationId);
@@ -166,10 +178,10 @@ export class Authenticator {
       action: 'authenticate', caller: context.caller ?? null, targets,
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
     });
-    return user;
+    return checked === shed ? overloaded : user;
   }
 
-  /** check(), with an audit line when it throws (the hash queue was full: the caller answers 503). */
+  /** check(), with an audit line when it throws (the hash pool failed, or filled up while a job waited for the dummy hash at start-up). */
   private checkAudited(
     type: CredentialType, username: string, password: string, context: AttemptContext, action: string, applicationId?: string,
   ): Checked | Promise<Checked> {
@@ -228,6 +240,10 @@ export class Authenticator {
     try {
       if (type === 'username') {
         const verified = this.verifyPassword(named, username, password);
+        if (verified instanceof OverloadedError) {
+          this.guard.limiter.released(ticket);
+          return shed;
+        }
         return verified instanceof Promise
           ? verified.then((v) => this.settlePassword(ticket, userId, v), (err: unknown) => this.release(ticket, err))
           : this.settlePassword(ticket, userId, verified);
@@ -292,9 +308,8 @@ function targetsOf(type: CredentialType, username: string, userId: string | unde
   return targets;
 }
 
-function outcomeOf(user: User | undefined, checked: Checked): 'success' | 'failure' | 'locked' {
-  if (user !== undefined) return 'success';
-  return checked.outcome === 'locked' ? 'locked' : 'failure';
+function outcomeOf(user: User | undefined, checked: Checked): Checked['outcome'] {
+  return user !== undefined ? 'success' : checked.outcome === 'success' ? 'failure' : checked.outcome;
 }
 
 /** Why this User may not authenticate against app, or undefined if it may. */

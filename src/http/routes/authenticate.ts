@@ -2,7 +2,8 @@
 
 import { whenReady } from '../../service/when-ready.js';
 import { authenticate } from '../bodies.js';
-import type { User } from '../../domain/entities.js';
+import { OverloadedError } from '../../auth/hash-pool.js';
+import type { Answer } from '../../service/authenticator.js';
 import type { RouteResult, RouteSpec } from '../pipeline.js';
 import type { RouteDeps } from './context.js';
 
@@ -23,7 +24,9 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
         // The end user's address, as the calling application saw it, counts for the brute-force limiter.
         const address = input.ip_address ?? req.remoteAddress;
         const type = input.type!;
-        const answer = (user: User | undefined): RouteResult => {
+        const answer = (user: Answer): RouteResult | OverloadedError => {
+          // Shed, not evaluated: answered 503 and not counted as an authentication.
+          if (user instanceof OverloadedError) return user;
           metrics.authenticated(type, user !== undefined);
           // Every failure looks the same: no hint of which check refused.
           return { result: user === undefined ? notAuthenticated : ['{"authenticated":true,"user":', renderer.userFull(user), '}'] };
