@@ -152,6 +152,22 @@ test('zero factors turn the lockouts off; a released attempt counts for nothing'
     assert.ok(a.admitted);
     on.released(a.ticket);
   }
+  // Nor does it leave counters behind (a flood of shed attempts must not fill the table), unless they hold failures.
+  assert.equal(on.size, 0);
+  for (let i = 0; i < 500; i++) {
+    const a = on.admit(`u:shed-${i}@example.com`, `198.51.100.${i % 250}`);
+    assert.ok(a.admitted);
+    on.released(a.ticket);
+  }
+  assert.equal(on.size, 0);
+  fail(on, 'u:z@example.com', '192.0.2.9');
+  const held = on.size;
+  const a = on.admit('u:z@example.com', '192.0.2.9');
+  assert.ok(a.admitted);
+  on.released(a.ticket);
+  assert.equal(on.size, held, 'the failure is still counted');
+  for (let i = 0; i < 29; i++) fail(on, 'u:z@example.com', '192.0.2.9');
+  assert.equal(on.admit('u:z@example.com', '192.0.2.10').admitted, false, 'locked at 30 failures: the released attempt wiped none of them');
 });
 
 test('acquire: concurrent right passwords all get a slot in turn; concurrent wrong ones still evaluate only the allowance', async () => {

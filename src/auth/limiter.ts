@@ -48,6 +48,8 @@ export interface Ticket {
   readonly account: Counter;
   readonly address: Counter;
   readonly pair: Counter;
+  readonly accountKey: string;
+  readonly addressKey: string;
   readonly pairKey: string;
   settled: boolean;
 }
@@ -140,6 +142,8 @@ export class BruteForceLimiter {
       account: this.counter(account, accountCounter, now),
       address: this.counter(address, addressCounter, now),
       pair: this.counter(pairKey, pair, now),
+      accountKey: account,
+      addressKey: address,
       pairKey,
       settled: false,
     };
@@ -171,9 +175,23 @@ export class BruteForceLimiter {
     this.countFailure(ticket.pair, 0, now);
   }
 
-  /** The attempt was not evaluated (the hash queue was full, an internal error): it counts for nothing. */
+  /**
+   * The attempt was not evaluated (the hash queue was full, an internal error): it counts for nothing, and
+   * its counters that now hold nothing are dropped. A full hash queue sheds thousands of attempts a second,
+   * each naming an account and an address never seen: kept, their blank counters filled the table, pushed
+   * out counters that hold failures, and kept the Map rehashing.
+   */
   released(ticket: Ticket): void {
-    this.settle(ticket);
+    if (!this.settle(ticket)) return;
+    const now = this.now();
+    this.dropIfBlank(ticket.accountKey, ticket.account, now);
+    this.dropIfBlank(ticket.addressKey, ticket.address, now);
+    this.dropIfBlank(ticket.pairKey, ticket.pair, now);
+  }
+
+  /** A counter that holds nothing (live() would start it over) is as good as none. */
+  private dropIfBlank(key: string, counter: Counter, now: number): void {
+    if (this.expired(counter, now) && this.counters.get(key) === counter) this.counters.delete(key);
   }
 
   private settle(ticket: Ticket): boolean {
