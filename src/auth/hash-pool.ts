@@ -38,7 +38,7 @@ export class OverloadedError extends Error {
  * (400 connections flooding a full queue, 100,000 Users): 117-132 us as a rejected promise through every
  * layer, 108-111 us as synchronous throws and rethrows, 68-74 us returned. It holds nothing of any request.
  */
-export const overloaded = new OverloadedError();
+export const overloaded: OverloadedError = Object.freeze(new OverloadedError());
 
 /** The job could not finish: its worker died, the pool closed, or the pool cannot start workers. */
 export class HashPoolError extends Error {
