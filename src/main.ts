@@ -162,7 +162,12 @@ async function main(): Promise<void> {
   handle = createPipeline(routes, {
     realm: config.realm,
     audit: (entry) => audit.record(entry),
-    caller: (username, password, address) => whenReady(authenticator.caller(username, password, address), counted),
+    caller: (username, password, address, authorization) => whenReady(authenticator.caller(username, password, address, authorization), counted),
+    knownCaller: (authorization, address) => {
+      const caller = authenticator.knownCaller(authorization, address);
+      if (caller !== undefined) metrics.callerChecked(true);
+      return caller;
+    },
     onUnexpected: (err, req) => {
       // A failed write was cut back (from the log and from memory): refuse this change, keep serving.
       if (err instanceof WalError && err.code === 'wal_cut_back') return 'storage_unavailable';

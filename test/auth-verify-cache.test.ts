@@ -32,6 +32,20 @@ describe('VerifyCache', () => {
     assert.equal(cache.check('u1', before, 'pw'), false, 'forgotten at once, not just skipped');
   });
 
+  test('holds: a verification remembered for this very version and unexpired, whatever the secret', () => {
+    const { cache, clock } = makeCache({ ttlMs: 1000 });
+    const user = { id: 'u1' };
+    assert.equal(cache.holds('u1', user), false);
+    cache.remember('u1', user, 'pw');
+    assert.equal(cache.holds('u1', user), true);
+    assert.equal(cache.holds('u1', { ...user }), false, 'another version');
+    clock.ms += 1000;
+    assert.equal(cache.holds('u1', user), false, 'expired');
+    const off = makeCache({ ttlMs: 0 }).cache;
+    off.remember('u1', user, 'pw');
+    assert.equal(off.holds('u1', user), false, 'a cache turned off holds nothing');
+  });
+
   test('entries expire after ttlMs', () => {
     const { cache, clock } = makeCache({ ttlMs: 1000 });
     const user = {};

@@ -197,3 +197,40 @@ test('acquire: concurrent right passwords all get a slot in turn; concurrent wro
   assert.equal(evaluated, 30);
   assert.equal(wrongs.filter((w) => w === 'refused').length, 170);
 });
+
+test('standing: a pair that succeeded may pass again without a decision only while no decision would weigh anything', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter({ ...keycloakLike, addressFailureFactor: 3 }, c.now);
+  const succeed = (account: string, address: string): Admission & { admitted: true } => {
+    const a = limiter.admit(account, address);
+    assert.ok(a.admitted);
+    limiter.succeeded(a.ticket);
+    return a;
+  };
+  const owner = succeed('u:owner@example.com', '192.0.2.1');
+  assert.equal(limiter.standing(owner.ticket), true);
+
+  // The pair's own failure: its next attempt would be tarpitted.
+  fail(limiter, 'u:owner@example.com', '192.0.2.1');
+  assert.equal(limiter.standing(owner.ticket), false);
+  c.advance(12 * 3600_000);
+  const again = succeed('u:owner@example.com', '192.0.2.1');
+  assert.equal(limiter.standing(again.ticket), true);
+
+  // Its address locked by failures against other accounts.
+  for (let i = 0; i < 3; i++) fail(limiter, `u:other-${i}@example.com`, '192.0.2.1');
+  assert.equal(limiter.standing(again.ticket), false);
+  c.advance(60_000);
+  assert.equal(limiter.standing(again.ticket), true, 'the lockout is over');
+
+  // Its account locked by a spray from elsewhere.
+  const sprayed = succeed('u:sprayed@example.com', '192.0.2.2');
+  for (let i = 0; i < 30; i++) fail(limiter, 'u:sprayed@example.com', `198.51.100.${i}`);
+  assert.equal(limiter.standing(sprayed.ticket), false);
+
+  // Its counters pushed out of a full table: a new counter for the same key could be locked unseen.
+  const evicted = succeed('u:quiet@example.com', '192.0.2.3');
+  c.advance(12 * 3600_000);
+  for (let i = 0; i < 40_000; i++) succeed(`u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  assert.equal(limiter.standing(evicted.ticket), false);
+});

@@ -61,6 +61,12 @@ export class VerifyCache {
     return sameText(this.mac(secret), entry.mac);
   }
 
+  /** Whether a verification of `subject` is remembered for this very `version` (===) and has not expired, whatever its secret. */
+  holds(subject: string, version: unknown): boolean {
+    const entry = this.entries.get(subject);
+    return entry !== undefined && entry.version === version && this.now() < entry.expiresAtMs;
+  }
+
   /** The keyed hash of a secret as text: a map key that identifies the secret without holding it. */
   fingerprint(secret: string): string {
     return this.mac(secret);

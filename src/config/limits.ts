@@ -81,6 +81,12 @@ export const eventLoopDelaySampleMs = 10;
 export const verifyCacheTtlMsDefault = 60_000;
 export const verifyCacheEntriesMax = 100_000;
 
+// Callers recognised by their Authorization header (src/auth/known-callers.ts)
+/** The full caller check runs again after this long: it renews the pair's standing with the limiter. */
+export const knownCallerTtlMs = 1_000;
+/** Distinct (Authorization header, peer) pairs remembered; the oldest goes first. */
+export const knownCallersMax = 10_000;
+
 // Write-ahead log and snapshots
 /** A group commit larger than this is split into several writes (still one fdatasync). */
 export const walWriteBytesMax = 8 * 1024 * 1024;

@@ -78,7 +78,9 @@ export interface PipelineDeps {
    * Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter.
    * A promise only when the answer has to wait (an argon2 verification, a tarpit); `overloaded` when the hash queue is full.
    */
-  caller(username: string, password: string, address: string): User | undefined | OverloadedError | Promise<User | undefined | OverloadedError>;
+  caller(username: string, password: string, address: string, authorization: string): User | undefined | OverloadedError | Promise<User | undefined | OverloadedError>;
+  /** The caller whose check passed lately with this very Authorization header from this peer, if still valid; else undefined and caller() decides. */
+  knownCaller?(authorization: string, address: string): User | undefined;
   /** Told one entry per mutation (every request but GETs and routes marked `mutation: false`) and per refused credential format. */
   audit?(entry: AuditEntry): void;
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
@@ -210,13 +212,15 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
   const run = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string): Reply | Promise<Reply> => {
     if (route.public === true) return handle(req, route, params, key, undefined);
     try {
+      const known = deps.knownCaller?.(req.authorization, req.remoteAddress);
+      if (known !== undefined) return handle(req, route, params, key, known);
       const credentials = parseBasicAuth(req.authorization === '' ? undefined : req.authorization);
       if (credentials === null) {
         const reason = req.authorization === '' ? 'no_credentials' : 'malformed_credentials';
         deps.audit?.({ action: 'caller.authenticate', caller: null, targets: {}, outcome: 'failure', reason, address: req.remoteAddress });
         return handle(req, route, params, key, undefined);
       }
-      const caller = deps.caller(credentials.username, credentials.password, req.remoteAddress);
+      const caller = deps.caller(credentials.username, credentials.password, req.remoteAddress, req.authorization);
       return caller instanceof Promise
         ? caller.then((c) => handle(req, route, params, key, c), (err: unknown) => failed(req, route, params, key, undefined, err))
         : handle(req, route, params, key, caller);

@@ -4,8 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
 import type { HashPool, Argon2Params } from '../auth/hash-pool.js';
 import { needsRehash, overloaded, OverloadedError } from '../auth/hash-pool.js';
+import { KnownCallers } from '../auth/known-callers.js';
 import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
+import { knownCallersMax, knownCallerTtlMs } from '../config/limits.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../store/ids.js';
 import { rehashPassword } from '../store/decide.js';
@@ -45,6 +47,8 @@ interface Checked {
   readonly userId?: string;
   /** A password success answered by the verify cache: no new authentication happened. */
   readonly cached?: boolean;
+  /** A success's settled ticket: what the limiter knew of the attempt (see KnownCallers). */
+  readonly ticket?: Ticket;
 }
 
 /** What a check answers: the User, undefined for every kind of failure alike, or `overloaded` (the hash queue is full). */
@@ -66,6 +70,7 @@ export class Authenticator {
   private typicalVerifyMs = 0;
   /** Argon2 verifications under way (see once()). */
   private readonly inFlight = new Map<string, Promise<boolean>>();
+  private readonly known = new KnownCallers({ ttlMs: knownCallerTtlMs, entriesMax: knownCallersMax });
 
   constructor(
     private readonly state: State,
@@ -135,21 +140,42 @@ export class Authenticator {
   }
 
   /**
+   * The caller whose check passed lately with this very Authorization header from this peer, if nothing
+   * it rested on has changed since (see KnownCallers); else undefined, and caller() decides. The base
+   * Application is not asked again: it can be neither disabled nor deleted, and the User's own
+   * membership and status are part of the User object.
+   */
+  knownCaller(authorization: string, peer: string): User | undefined {
+    const key = this.known.key(authorization, peer);
+    const entry = key === undefined ? undefined : this.known.get(key);
+    if (entry === undefined) return undefined;
+    const { user } = entry;
+    if (this.state.user(user.id) === user && this.guard.limiter.standing(entry.ticket) && (!entry.byPassword || this.cache.holds(user.id, user))) return user;
+    this.known.forget(key!);
+    return undefined;
+  }
+
+  /**
    * A caller of the admin API: a User of the base Application, not DISABLED, by password or by ENABLED API Key.
    * `overloaded` when the password needs a hash the full queue cannot take (the HTTP layer answers 503).
+   * With the Authorization header the credentials came in, a caller that passes is remembered for knownCaller().
    */
-  caller(username: string, password: string, address = ''): Answer | Promise<Answer> {
+  caller(username: string, password: string, address = '', authorization?: string): Answer | Promise<Answer> {
     const type: CredentialType = username.includes('@') ? 'username' : 'apikey';
     const checked = this.checkAudited(type, username, password, { address }, 'caller.authenticate');
     return checked instanceof Promise
-      ? checked.then((c) => this.callerOutcome(type, username, address, c))
-      : this.callerOutcome(type, username, address, checked);
+      ? checked.then((c) => this.callerOutcome(type, username, address, authorization, c))
+      : this.callerOutcome(type, username, address, authorization, checked);
   }
 
-  private callerOutcome(type: CredentialType, username: string, address: string, checked: Checked): Answer {
+  private callerOutcome(type: CredentialType, username: string, address: string, authorization: string | undefined, checked: Checked): Answer {
     const base = this.state.meta?.baseApplication;
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, base === undefined ? undefined : this.state.application(base));
     const user = why === undefined ? checked.user : undefined;
+    if (user !== undefined && authorization !== undefined && checked.ticket !== undefined) {
+      const key = this.known.key(authorization, address);
+      if (key !== undefined) this.known.remember(key, user, type === 'username', checked.ticket);
+    }
     // An admin's repeated requests ride the verify cache like a session: audited when the password was
     // really checked (and on every failure), not once per request, which would double the log per call.
     if (user !== undefined && checked.cached === true) return user;
@@ -253,7 +279,7 @@ export class Authenticator {
       // The secret was right: that is not a guess to count, even if the key is DISABLED.
       this.guard.limiter.succeeded(ticket);
       if (found.key.status !== 'ENABLED') return { user: undefined, outcome: 'failure', reason: 'key_disabled', userId: found.user.id };
-      return { user: found.user, outcome: 'success', userId: found.user.id };
+      return { user: found.user, outcome: 'success', userId: found.user.id, ticket };
     } catch (err) {
       return this.release(ticket, err);
     }
@@ -262,7 +288,7 @@ export class Authenticator {
   private settlePassword(ticket: Ticket, userId: string | undefined, { user, cached }: Verified): Checked {
     if (user === undefined) return this.wrongCredential(ticket, userId);
     this.guard.limiter.succeeded(ticket);
-    return { user, outcome: 'success', userId: user.id, cached };
+    return { user, outcome: 'success', userId: user.id, cached, ticket };
   }
 
   /** A wrong password or secret, or an account that does not exist: one more failure for the limiter. */

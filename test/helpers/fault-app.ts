@@ -111,7 +111,8 @@ export class InProcessApp {
     const handle = createPipeline(routes, {
       realm: 'authd',
       audit: (entry) => audit.record(entry),
-      caller: (username, password, address) => authenticator.caller(username, password, address),
+      caller: (username, password, address, authorization) => authenticator.caller(username, password, address, authorization),
+      knownCaller: (authorization, address) => authenticator.knownCaller(authorization, address),
       onUnexpected: (err) => {
         if (err instanceof WalError && err.code === 'wal_cut_back') return 'storage_unavailable';
         if (err instanceof WalError) {
