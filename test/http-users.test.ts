@@ -213,6 +213,29 @@ describe('GET /users/user/{userid} and GET /users', () => {
   });
 });
 
+describe('a User\'s full representation follows its Applications, Groups and Organization', () => {
+  test('renaming them, changing their custom_data or deleting a Group shows in the next GET, in POST /authenticate and in search', async () => {
+    const own = await createApplication(api);
+    const group = okKey<{ id: string }>(await api.post('/groups/group', { name: unique('g'), application: own.id }), 'group');
+    const org = okKey<{ id: string }>(await api.post('/organizations/organization', { name: unique('Org') }), 'organization');
+    const user = await createUser(api, [own.id], { groups: [group.id], organization: org.id });
+    await getUser(api, user.id); // rendered and cached
+    ok(await api.put(`/applications/application/${own.id}`, { name: 'Renamed App' }));
+    ok(await api.put(`/groups/group/${group.id}`, { custom_data: { tier_depth: 3 } }));
+    ok(await api.put(`/organizations/organization/${org.id}`, { name: unique('Renamed Org') }));
+    const after = await getUser(api, user.id);
+    assert.equal(after.applications.find((a) => a.id === own.id)?.name, 'Renamed App');
+    assert.deepEqual(after.groups.find((g) => g.id === group.id)?.custom_data, { tier_depth: 3 });
+    const orgName = okKey<{ name: string }>(await api.get(`/organizations/organization/${org.id}`), 'organization').name;
+    assert.equal((after as unknown as { organization: { name: string } }).organization.name, orgName);
+    assert.deepEqual((await authenticate(api, own.id, 'username', user.email, defaultUserPassword)).user, after);
+    ok(await api.put(`/groups/group/${group.id}`, { status: 'DISABLED' }));
+    ok(await api.delete(`/groups/group/${group.id}`));
+    assert.deepEqual((await getUser(api, user.id)).groups, []);
+    assert.deepEqual((await usersNamed(user.email))[0]?.groups, []);
+  });
+});
+
 describe('PUT /users/user/{userid}', () => {
   test('changes name, email, status and custom_data; omitted fields keep their value; modified_at moves', async () => {
     const user = await createUser(api, [app.id], { custom_data: { a: 1 } });

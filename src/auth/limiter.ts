@@ -127,13 +127,15 @@ export class BruteForceLimiter {
     const address = `i:${addressKey(rawAddress)}`;
     const pairKey = `p:${account}\u0000${address}`;
     const pair = this.live(pairKey, now);
-    // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
-    // trusted pair cannot ride it past the account's allowance.
-    const exempt = (this.trustedPairs.get(pairKey) ?? 0) > now && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
     const accountCounter = this.live(account, now);
     const addressCounter = this.live(address, now);
     const delayMs = this.tarpitMs(pair);
-    const accountState = exempt ? 'open' : this.state(accountCounter, this.settings.failureFactor, now);
+    let accountState = this.state(accountCounter, this.settings.failureFactor, now);
+    // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
+    // trusted pair cannot ride it past the account's allowance. Looked up only when it changes something.
+    if (accountState !== 'open' && (this.trustedPairs.get(pairKey) ?? 0) > now && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax)) {
+      accountState = 'open';
+    }
     if (accountState === 'locked') return { admitted: false, delayMs, lockedBy: 'account' };
     const addressState = this.state(addressCounter, this.settings.addressFailureFactor, now);
     if (addressState === 'locked') return { admitted: false, delayMs, lockedBy: 'address' };

@@ -5,8 +5,12 @@ import type { ApiKey, Application, Group, Organization, User } from '../domain/e
 import { formatTimestamp } from '../domain/time.js';
 import type { State } from '../store/state.js';
 
-/** Entities are immutable, so a rendering cached against the object itself is invalidated by any change. */
-type FullUserCache = { json: string; deps: readonly unknown[] };
+/**
+ * Entities are immutable, so a rendering cached against the object itself is invalidated by any change.
+ * checkedAt: the State's catalogVersion when deps were last found current; while it has not moved, they
+ * still are, and a hit asks nothing else (no lookup per Application, Group and Organization per reply).
+ */
+type FullUserCache = { readonly json: string; readonly deps: readonly unknown[]; checkedAt: number };
 
 export class Renderer {
   private readonly applicationJson = new WeakMap<Application, string>();
@@ -90,7 +94,15 @@ export class Renderer {
    */
   userFull(user: User, remember = true): string {
     const cached = this.userFullJson.get(user);
-    if (cached !== undefined && this.depsCurrent(user, cached.deps)) return cached.json;
+    if (cached !== undefined) {
+      const version = this.state.catalogVersion;
+      if (cached.checkedAt === version) return cached.json;
+      if (this.depsCurrent(user, cached.deps)) {
+        cached.checkedAt = version;
+        return cached.json;
+      }
+    }
+    const checkedAt = this.state.catalogVersion;
     const apps = user.applications.map((id) => this.state.application(id));
     const groups = user.groups.map((id) => this.state.group(id));
     const org = this.state.organization(user.organization);
@@ -104,7 +116,7 @@ export class Renderer {
       `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
     if (remember) {
       if (this.userFullJson.size >= renderedUsersCachedMax) this.userFullJson.delete(this.userFullJson.keys().next().value!);
-      this.userFullJson.set(user, { json, deps });
+      this.userFullJson.set(user, { json, deps, checkedAt });
     }
     return json;
   }

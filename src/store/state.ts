@@ -93,6 +93,8 @@ export class State {
   private membersWalking = false;
   private membersWalkedTo: PagePosition | undefined;
 
+  /** Changes to Applications, Groups and Organizations so far: what a rendering of a User shows of them (see catalogVersion). */
+  private catalogChanges = 0;
   private readonly applications = new Map<string, Application>();
   private readonly groups = new Map<string, Group>();
   private readonly organizations = new Map<string, Organization>();
@@ -144,11 +146,13 @@ export class State {
   }
 
   private putApplication(app: Application): void {
+    this.catalogChanges++;
     trackOrder(this.applicationOrder, this.applications.get(app.id), app);
     this.applications.set(app.id, app);
   }
 
   private deleteApplication(id: string): void {
+    this.catalogChanges++;
     const old = this.applications.get(id);
     if (old !== undefined) this.applicationOrder.remove(id, old.createdAt);
     this.applications.delete(id);
@@ -162,6 +166,7 @@ export class State {
   }
 
   private putGroup(group: Group): void {
+    this.catalogChanges++;
     const old = this.groups.get(group.id);
     trackOrder(this.groupOrder, old, group);
     if (old !== undefined) {
@@ -175,6 +180,7 @@ export class State {
 
   /** Memberships of a deleted Group go with it: an effect derived only from state, so replaying it twice is harmless. */
   private deleteGroup(id: string): void {
+    this.catalogChanges++;
     const old = this.groups.get(id);
     if (old === undefined) return;
     for (const userId of this.settledMembers(this.usersByGroup).members(id)) {
@@ -189,6 +195,7 @@ export class State {
   }
 
   private putOrganization(org: Organization): void {
+    this.catalogChanges++;
     const old = this.organizations.get(org.id);
     trackOrder(this.organizationOrder, old, org);
     if (old !== undefined) this.organizationIdByName.delete(old.name.toLowerCase());
@@ -197,6 +204,7 @@ export class State {
   }
 
   private deleteOrganization(id: string): void {
+    this.catalogChanges++;
     const old = this.organizations.get(id);
     if (old === undefined) return;
     this.organizations.delete(id);
@@ -360,6 +368,14 @@ export class State {
   // ---- derived indexes built after a load, a step per event-loop turn (src/main.ts drives them) ----
 
   /** True while indexStep has work: the membership walk, or the search index (which can also start again later). */
+  /**
+   * Moves on whenever an Application, Group or Organization is stored or deleted: something derived
+   * from them and stamped with this number is still current while it has not moved (src/http/render.ts).
+   */
+  get catalogVersion(): number {
+    return this.catalogChanges;
+  }
+
   get indexing(): boolean {
     return this.membersWalking || this.search.building;
   }
