@@ -7,6 +7,8 @@ export const searchTermCharsMax = 256;
 export const idCharsMax = 64;
 /** A body that has not finished arriving by then is answered 408 and the connection closed. */
 export const bodyReceiveTimeoutMs = 10_000;
+/** Requests still receiving their body are checked against bodyReceiveTimeoutMs this often: a 408 comes up to this much late. */
+export const bodyReceiveSweepMs = 1_000;
 
 // Entity fields
 export const nameCharsMax = 256;
