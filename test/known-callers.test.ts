@@ -118,3 +118,19 @@ test('a known caller is refused once its address is locked out, like any other a
     await app.close();
   }
 });
+
+test('an API Key caller is known the same way, and its key DISABLED refuses it at once', async () => {
+  const app = await openApp();
+  try {
+    const id = await addAdmin(app, 'robot@example.com', 'robot-password-1');
+    const key = resultOf<{ apikey: { id: string; secret: string } }>(await app.post(`/users/user/${id}/apikey`, { name: 'ci' })).apikey;
+    const header = basic(key.id, key.secret);
+    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.20' })).status, 200);
+    assert.equal(app.authenticator.knownCaller(header, '192.0.2.20')?.id, id);
+    assert.equal((await app.put(`/users/user/${id}/apikey/${key.id}`, { status: 'DISABLED' })).status, 200);
+    assert.equal(app.authenticator.knownCaller(header, '192.0.2.20'), undefined);
+    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.20' })).status, 401);
+  } finally {
+    await app.close();
+  }
+});
