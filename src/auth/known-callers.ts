@@ -2,7 +2,7 @@
 //
 // An admin tool or a client application sends the same Basic credentials with every call. The full
 // check (src/service/authenticator.ts) parses them, finds the User, asks the brute-force limiter, matches
-// the password against the verify cache and the User against the base Application; that was 5.5-6 us
+// the password against the verify cache and the User against the base Application; that was 5-6 us
 // of a 27 us POST /authenticate by API key (alternated builds, 100,000 Users). Once it has passed, the
 // pair (header, peer) is remembered here as a keyed hash, never the header itself, with what a repeat
 // must find unchanged, which the Authenticator checks on every hit: the very User object (users are

@@ -75,7 +75,8 @@ export interface RouteSpec {
 export interface PipelineDeps {
   readonly realm: string;
   /**
-   * Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter.
+   * Resolves the Basic credentials to a permitted caller, or undefined; address is the TCP peer, for the brute-force limiter;
+   * authorization the header they came in, by which a caller that passes is known next time (knownCaller).
    * A promise only when the answer has to wait (an argon2 verification, a tarpit); `overloaded` when the hash queue is full.
    */
   caller(username: string, password: string, address: string, authorization: string): User | undefined | OverloadedError | Promise<User | undefined | OverloadedError>;

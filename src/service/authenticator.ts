@@ -148,10 +148,10 @@ export class Authenticator {
   knownCaller(authorization: string, peer: string): User | undefined {
     const key = this.known.key(authorization, peer);
     const entry = key === undefined ? undefined : this.known.get(key);
-    if (entry === undefined) return undefined;
+    if (key === undefined || entry === undefined) return undefined;
     const { user } = entry;
     if (this.state.user(user.id) === user && this.guard.limiter.standing(entry.ticket) && (!entry.byPassword || this.cache.holds(user.id, user))) return user;
-    this.known.forget(key!);
+    this.known.forget(key);
     return undefined;
   }
 
