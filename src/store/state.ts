@@ -365,9 +365,6 @@ export class State {
     this.membersWalking = true;
   }
 
-  // ---- derived indexes built after a load, a step per event-loop turn (src/main.ts drives them) ----
-
-  /** True while indexStep has work: the membership walk, or the search index (which can also start again later). */
   /**
    * Moves on whenever an Application, Group or Organization is stored or deleted: something derived
    * from them and stamped with this number is still current while it has not moved (src/http/render.ts).
@@ -376,6 +373,9 @@ export class State {
     return this.catalogChanges;
   }
 
+  // ---- derived indexes built after a load, a step per event-loop turn (src/main.ts drives them) ----
+
+  /** True while indexStep has work: the membership walk, or the search index (which can also start again later). */
   get indexing(): boolean {
     return this.membersWalking || this.search.building;
   }
