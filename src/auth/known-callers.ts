@@ -13,8 +13,7 @@
 // verify cache on every hit). The peer is part of the key: the same credentials from another address
 // take the full way and meet the limiter there.
 
-import { randomBytes } from 'node:crypto';
-import { authorizationHeaderBytesMax, verifyCacheKeyBytes } from '../config/limits.js';
+import { authorizationHeaderBytesMax } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { KeyedHash } from './keyed-hash.js';
 import type { Ticket } from './limiter.js';
@@ -30,7 +29,7 @@ export interface KnownCaller {
 
 export class KnownCallers {
   /** The key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
-  readonly #keyed: KeyedHash;
+  readonly #keyed = KeyedHash.withRandomKey();
   /** By keyed hash of (peer, header); insertion order is age order, so the first key is the oldest. */
   readonly #entries = new Map<string, KnownCaller>();
   readonly #ttlMs: number;
@@ -38,9 +37,6 @@ export class KnownCallers {
   readonly #now: () => number;
 
   constructor(opts: { ttlMs: number; entriesMax: number; now?: () => number }) {
-    const key = randomBytes(verifyCacheKeyBytes);
-    this.#keyed = new KeyedHash(key);
-    key.fill(0);
     this.#ttlMs = opts.ttlMs;
     this.#entriesMax = opts.entriesMax;
     this.#now = opts.now ?? Date.now;

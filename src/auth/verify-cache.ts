@@ -6,8 +6,6 @@
 // users are immutable values, so any change (password, status, memberships) makes a new object and the
 // entry stops matching at once, with no invalidation call to forget.
 
-import { randomBytes } from 'node:crypto';
-import { verifyCacheKeyBytes } from '../config/limits.js';
 import { KeyedHash, sameText } from './keyed-hash.js';
 
 interface Entry {
@@ -22,7 +20,7 @@ export class VerifyCache {
   private readonly entriesMax: number;
   private readonly now: () => number;
   /** The key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
-  private readonly keyed = newKeyedHash();
+  private readonly keyed = KeyedHash.withRandomKey();
   /** Insertion order is age order: remember() re-inserts, so the first key is always the oldest. */
   private readonly entries = new Map<string, Entry>();
 
@@ -83,11 +81,4 @@ export class VerifyCache {
   private mac(secret: string): string {
     return this.keyed.mac(secret);
   }
-}
-
-function newKeyedHash(): KeyedHash {
-  const key = randomBytes(verifyCacheKeyBytes);
-  const keyed = new KeyedHash(key);
-  key.fill(0);
-  return keyed;
 }

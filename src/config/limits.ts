@@ -179,8 +179,8 @@ export const apikeyServerKeyBytesMin = 32;
 export const apikeyNonceBytes = 16;
 /** API Key secrets kept derived in memory (src/auth/apikey-secrets.ts), ~150 bytes each: every key of a million seeded users fits. */
 export const apikeyDerivedSecretsMax = 100_000;
-/** Per-process key of the verified-credential cache's HMAC. */
-export const verifyCacheKeyBytes = 32;
+/** Per-process random keys of the in-memory HMACs: the verified-credential cache's and the known callers'. */
+export const perProcessKeyBytes = 32;
 /** The niceness of a hash worker thread (Linux; 0 is the event loop's): argon2 yields the CPU to replies and the garbage collector. */
 export const hashWorkerNiceness = 10;
 /** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before uWS copies them out (src/http/adapter.ts). */
