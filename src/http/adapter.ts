@@ -214,7 +214,8 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
   /**
    * Requests whose body is still arriving, oldest first (a Set keeps insertion order). One sweep every
    * bodyReceiveSweepMs answers 408 to those older than bodyReceiveTimeoutMs, instead of a timer set and
-   * cleared per request (~0.3 us each, and a Timeout object to collect, on every POST). Unref'd: it
+   * cleared per request (~0.3 us each, and a Timeout object to collect, on every POST). An aborted request
+   * stays until the sweep reaches it, as it stayed in its timer: finish() does nothing for it. Unref'd: it
    * keeps no process alive, and it goes on after close() for the connections still open.
    */
   const receiving = new Set<Receiving>();
@@ -319,11 +320,8 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     );
     const contentLength = req.getHeader('content-length');
     inFlight++;
-    /** Set while the body is arriving, so that an abort takes the request out of the sweep. */
-    let bodyArriving: Receiving | undefined;
     res.onAborted(() => {
       state.aborted = true;
-      if (bodyArriving !== undefined) receiving.delete(bodyArriving);
       if (!state.done) { state.done = true; inFlight--; if (inFlight === 0 && drained !== undefined) drained(); }
     });
 
@@ -339,7 +337,6 @@ export function startServer(opts: AdapterOptions): Promise<RunningServer> {
     const chunks: Buffer[] = [];
     let received = 0;
     const entry: Receiving = { res, state, request };
-    bodyArriving = entry;
     receiving.add(entry);
     res.onData((chunk, isLast) => {
       if (state.done) return;
