@@ -22,7 +22,8 @@ import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
-import { Audit, batchingSink, logSafe, type AuditSink } from './service/audit.js';
+import { Audit, logSafe } from './service/audit.js';
+import { fdOutput, LogWriter } from './service/log-writer.js';
 import { Authenticator, type Answer } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { whenReady } from './service/when-ready.js';
@@ -32,9 +33,11 @@ import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
 import type { HttpRequest } from './http/adapter.js';
 
-/** The logger, and the stream under it that audit lines are written to directly (src/service/audit.ts). */
-function createLogger(level: string): { logger: Logger; destination: AuditSink } {
-  const destination = pino.destination({ dest: 1, sync: false });
+/** The logger, and the output under it that audit lines are written to directly (src/service/audit.ts). */
+function createLogger(level: string): { logger: Logger; out: LogWriter } {
+  const out = new LogWriter(fdOutput(1));
+  // Lines of the last turn, when something calls process.exit() right after logging.
+  process.on('exit', () => out.flush());
   const logger = pino(
     {
       level,
@@ -45,9 +48,9 @@ function createLogger(level: string): { logger: Logger; destination: AuditSink }
         censor: '[redacted]',
       },
     },
-    destination,
+    out,
   );
-  return { logger, destination };
+  return { logger, out };
 }
 
 async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger, audit: Audit): Promise<void> {
@@ -72,7 +75,7 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, process.argv.slice(2));
-  const { logger, destination } = createLogger(config.logLevel);
+  const { logger, out } = createLogger(config.logLevel);
   if (config.repair) {
     // --repair: fix what recovery refuses (back up, cut at the damage), say what was dropped, and stop.
     const report = await repairDataDir({ dir: config.dataDir, createState: () => new State(), logger });
@@ -110,8 +113,7 @@ async function main(): Promise<void> {
     newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce(),
   });
   // Audit lines are written at info whatever LOG_LEVEL says (only `silent` turns them off): the trail is not verbosity.
-  const auditLines = batchingSink(destination);
-  const audit = new Audit(config.logLevel === 'silent' ? undefined : auditLines);
+  const audit = new Audit(config.logLevel === 'silent' ? undefined : out);
   if (state.meta === undefined) await firstStart(config, pool, committer, logger, audit);
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });
@@ -189,7 +191,6 @@ async function main(): Promise<void> {
     await persistence.close();
     await pool.close();
     runtime.stop();
-    auditLines.flush();
     logger.info('stopped cleanly');
     logger.flush();
     setTimeout(() => process.exit(0), 50);

@@ -71,9 +71,13 @@ export const bruteForceWaitersMax = 1024;
 /** Account names and addresses are cut to this in counter keys: longer ones match no account anyway. */
 export const bruteForceKeyCharsMax = 256;
 
-// Audit trail (src/service/audit.ts)
+// Audit trail (src/service/audit.ts) and log output (src/service/log-writer.ts)
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
 export const auditFieldCharsMax = 128;
+/** Log text gathered in one event-loop turn before it is written (a turn that logs more writes more than once). */
+export const logBatchChars = 64 * 1024;
+/** A log output that is a full non-blocking pipe is tried again after this. */
+export const logBusyRetryMs = 10;
 
 // Metrics (src/http/runtime-stats.ts)
 /** The event-loop delay is sampled this often: ~100 timer runs a second, microseconds each. */

@@ -28,7 +28,7 @@ export interface AuditEntry {
   readonly peer?: string;
 }
 
-/** Where finished lines go (the logger's own destination in the service): one JSON object and a newline per call. */
+/** Where finished lines go (the service's log output, src/service/log-writer.ts): one JSON object and a newline per call. */
 export interface AuditSink {
   write(line: string): void;
 }
@@ -81,28 +81,6 @@ export class Audit {
       `"targets":{${targets}},"outcome":${field(entry.outcome)},"address":${field(entry.address)}${reason}${peer},"msg":"audit"}\n`,
     );
   }
-}
-
-/**
- * A sink that gathers the lines of one event-loop turn and hands them to `sink` as one write:
- * under load an authentication's line costs a string append instead of a stream write each.
- * flush() before the process exits (the service's shutdown does).
- */
-export function batchingSink(sink: AuditSink): AuditSink & { flush(): void } {
-  let pending = '';
-  const flush = (): void => {
-    if (pending === '') return;
-    const lines = pending;
-    pending = '';
-    sink.write(lines);
-  };
-  return {
-    write(line: string): void {
-      if (pending === '') setImmediate(flush);
-      pending += line;
-    },
-    flush,
-  };
 }
 
 /** An Audit that writes nothing: for tools and tests that do not want the trail. */

@@ -1,0 +1,111 @@
+// The log output: audit lines read back as the JSON they describe, whatever their text; lines keep their order, leave once per turn, and survive a batch that fills.
+
+import assert from 'node:assert/strict';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { logBatchChars } from '../src/config/limits.js';
+import { Audit, type AuditEntry } from '../src/service/audit.js';
+import { fdOutput, LogWriter } from '../src/service/log-writer.js';
+
+function collector(): { writer: LogWriter; writes: string[]; lines(): Record<string, unknown>[] } {
+  const writes: string[] = [];
+  const writer = new LogWriter((text) => writes.push(text));
+  return {
+    writer, writes,
+    lines: () => writes.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test('an audit line reads back as the entry, whatever text its fields hold', async () => {
+  const { writer, lines } = collector();
+  const audit = new Audit(writer);
+  const hostile = ['Zoë Ångström', 'emoji \u{1f511} key', 'lone \ud800 surrogate', 'quote " and \\ backslash', 'line\nbreak\r\u0000', 'sep\u2028\u2029\u202e', ''];
+  const entries: AuditEntry[] = hostile.map((s, i) => ({
+    action: `authenticate ${s}`, caller: i % 2 === 0 ? null : s, targets: { application: s, [`k${s}`]: 'v' },
+    outcome: 'failure', reason: s, address: s, peer: `${s}-peer`,
+  }));
+  entries.push({ action: 'caller.authenticate', caller: 'id1', targets: {}, outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' });
+  const before = Date.now();
+  for (const e of entries) audit.record(e);
+  await turn();
+  const got = lines();
+  assert.equal(got.length, entries.length);
+  // Separators that viewers take as line breaks arrive as \uXXXX text; a lone surrogate, escaped by JSON.stringify, as itself.
+  const text = (s: string): string => s.replace(/[\u2028\u2029\u202e]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    const line = got[i]!;
+    assert.equal(line['level'], 30);
+    assert.ok(typeof line['time'] === 'number' && line['time'] >= before && line['time'] <= Date.now());
+    assert.equal(line['service'], 'authd');
+    assert.equal(line['msg'], 'audit');
+    assert.equal(line['audit'], text(e.action));
+    assert.equal(line['caller'], e.caller === null ? null : text(e.caller));
+    assert.deepEqual(line['targets'], Object.fromEntries(Object.entries(e.targets).map(([k, v]) => [text(k), text(v)])));
+    assert.equal(line['outcome'], e.outcome);
+    assert.equal(line['address'], text(e.address));
+    assert.equal(line['reason'], e.reason === undefined ? undefined : text(e.reason));
+    assert.equal(line['peer'], e.peer === e.address ? undefined : text(e.peer!));
+  }
+});
+
+test('lines of a turn leave together, after it, in the order they were written', async () => {
+  const { writer, writes, lines } = collector();
+  const audit = new Audit(writer);
+  writer.write('{"msg":"first"}\n');
+  audit.record({ action: 'authenticate', caller: null, targets: {}, outcome: 'success', address: '10.0.0.1' });
+  writer.write('{"msg":"third"}\n');
+  assert.equal(writes.length, 0, 'nothing written during the turn');
+  await turn();
+  assert.equal(writes.length, 1, 'one write for the turn');
+  assert.deepEqual(lines().map((l) => l['msg']), ['first', 'audit', 'third']);
+  await turn();
+  assert.equal(writes.length, 1, 'an empty turn writes nothing');
+});
+
+test('a turn that writes more than a batch holds writes more than once, and every line arrives whole and in order', async () => {
+  const { writer, writes, lines } = collector();
+  const audit = new Audit(writer);
+  const count = Math.ceil((logBatchChars * 3) / 200);
+  for (let i = 0; i < count; i++) {
+    if (i % 10 === 0) writer.write(`${JSON.stringify({ msg: 'pino', i, text: 'é'.repeat(50) })}\n`);
+    else audit.record({ action: 'authenticate', caller: `caller-${i}`, targets: { user: `user-${i}` }, outcome: 'success', address: '10.0.0.1' });
+  }
+  await turn();
+  assert.ok(writes.length >= 3, `${writes.length} writes`);
+  const got = lines();
+  assert.equal(got.length, count);
+  got.forEach((line, i) => {
+    if (i % 10 === 0) assert.equal(line['i'], i);
+    else assert.equal(line['caller'], `caller-${i}`);
+  });
+  // A line longer than a whole batch goes out at once, after what came before it.
+  const long = `${JSON.stringify({ msg: 'long', text: 'x'.repeat(logBatchChars) })}\n`;
+  audit.record({ action: 'before', caller: null, targets: {}, outcome: 'success', address: 'a' });
+  writer.write(long);
+  await turn();
+  assert.deepEqual(lines().slice(-2).map((l) => l['audit'] ?? l['msg']), ['before', 'long']);
+});
+
+test('fdOutput writes every byte to the file descriptor, of short texts and of one longer than its buffer', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'authd-log-'));
+  try {
+    const path = join(dir, 'out.log');
+    const fd = openSync(path, 'w');
+    const writer = new LogWriter(fdOutput(fd));
+    const text = `${'ab\u00e9\u{1f511}'.repeat(logBatchChars)}\n`;
+    writer.write('{"msg":"one"}\n');
+    writer.flush();
+    writer.write(text);
+    writer.write('{"msg":"two"}\n');
+    writer.flush();
+    closeSync(fd);
+    assert.equal(readFileSync(path, 'utf8'), `{"msg":"one"}\n${text}{"msg":"two"}\n`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
