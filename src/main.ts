@@ -36,7 +36,7 @@ import type { HttpRequest } from './http/adapter.js';
 /** The logger, and the output under it that audit lines are written to directly (src/service/audit.ts). */
 function createLogger(level: string): { logger: Logger; out: LogWriter } {
   const out = new LogWriter(fdOutput(1));
-  // Lines of the last turn, when something calls process.exit() right after logging.
+  // Lines still waiting (logFlushMs), when something calls process.exit() right after logging.
   process.on('exit', () => out.flush());
   const logger = pino(
     {

@@ -38,7 +38,7 @@ describe('request log', () => {
     fails(await api.get(path), 404, 'not_found');
     ok(await api.post('/applications/application', { name: 'logged' }));
     const find = (): Record<string, unknown>[] => server.logLines().filter((l) => l['msg'] === 'request' && l['path'] === path);
-    // Lines leave at the end of the server's event-loop turn: give this one a moment to arrive.
+    // The server gathers lines for a few milliseconds: give this one a moment to arrive.
     for (let i = 0; i < 100 && find().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     const lines = find();
     assert.equal(lines.length, 1, 'exactly one line for the request');

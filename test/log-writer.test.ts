@@ -1,11 +1,11 @@
-// The log output: audit lines read back as the JSON they describe, whatever their text; lines keep their order, leave once per turn, and survive a batch that fills.
+// The log output: audit lines read back as the JSON they describe, whatever their text; lines keep their order, leave together logFlushMs after the first, and survive a batch that fills.
 
 import assert from 'node:assert/strict';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { logBatchChars } from '../src/config/limits.js';
+import { logBatchChars, logFlushMs } from '../src/config/limits.js';
 import { Audit, type AuditEntry } from '../src/service/audit.js';
 import { fdOutput, LogWriter } from '../src/service/log-writer.js';
 
@@ -18,7 +18,8 @@ function collector(): { writer: LogWriter; writes: string[]; lines(): Record<str
   };
 }
 
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Past the writer's wait (timers of equal delay run in the order they were set). */
+const flushed = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, logFlushMs));
 
 test('an audit line reads back as the entry, whatever text its fields hold', async () => {
   const { writer, lines } = collector();
@@ -31,7 +32,7 @@ test('an audit line reads back as the entry, whatever text its fields hold', asy
   entries.push({ action: 'caller.authenticate', caller: 'id1', targets: {}, outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' });
   const before = Date.now();
   for (const e of entries) audit.record(e);
-  await turn();
+  await flushed();
   const got = lines();
   assert.equal(got.length, entries.length);
   // Separators that viewers take as line breaks arrive as \uXXXX text; a lone surrogate, escaped by JSON.stringify, as itself.
@@ -53,21 +54,22 @@ test('an audit line reads back as the entry, whatever text its fields hold', asy
   }
 });
 
-test('lines of a turn leave together, after it, in the order they were written', async () => {
+test('lines leave together logFlushMs after the first, in the order they were written', async () => {
   const { writer, writes, lines } = collector();
   const audit = new Audit(writer);
   writer.write('{"msg":"first"}\n');
   audit.record({ action: 'authenticate', caller: null, targets: {}, outcome: 'success', address: '10.0.0.1' });
   writer.write('{"msg":"third"}\n');
-  assert.equal(writes.length, 0, 'nothing written during the turn');
-  await turn();
-  assert.equal(writes.length, 1, 'one write for the turn');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(writes.length, 0, 'nothing written before the wait is over');
+  await flushed();
+  assert.equal(writes.length, 1, 'one write for all three');
   assert.deepEqual(lines().map((l) => l['msg']), ['first', 'audit', 'third']);
-  await turn();
-  assert.equal(writes.length, 1, 'an empty turn writes nothing');
+  await flushed();
+  assert.equal(writes.length, 1, 'nothing more to write, no write');
 });
 
-test('a turn that writes more than a batch holds writes more than once, and every line arrives whole and in order', async () => {
+test('more lines than a batch holds are written more than once, and every line arrives whole and in order', async () => {
   const { writer, writes, lines } = collector();
   const audit = new Audit(writer);
   const count = Math.ceil((logBatchChars * 3) / 200);
@@ -75,7 +77,7 @@ test('a turn that writes more than a batch holds writes more than once, and ever
     if (i % 10 === 0) writer.write(`${JSON.stringify({ msg: 'pino', i, text: 'é'.repeat(50) })}\n`);
     else audit.record({ action: 'authenticate', caller: `caller-${i}`, targets: { user: `user-${i}` }, outcome: 'success', address: '10.0.0.1' });
   }
-  await turn();
+  await flushed();
   assert.ok(writes.length >= 3, `${writes.length} writes`);
   const got = lines();
   assert.equal(got.length, count);
@@ -87,7 +89,7 @@ test('a turn that writes more than a batch holds writes more than once, and ever
   const long = `${JSON.stringify({ msg: 'long', text: 'x'.repeat(logBatchChars) })}\n`;
   audit.record({ action: 'before', caller: null, targets: {}, outcome: 'success', address: 'a' });
   writer.write(long);
-  await turn();
+  await flushed();
   assert.deepEqual(lines().slice(-2).map((l) => l['audit'] ?? l['msg']), ['before', 'long']);
 });
 

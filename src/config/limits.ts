@@ -74,7 +74,9 @@ export const bruteForceKeyCharsMax = 256;
 // Audit trail (src/service/audit.ts) and log output (src/service/log-writer.ts)
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
 export const auditFieldCharsMax = 128;
-/** Log text gathered in one event-loop turn before it is written (a turn that logs more writes more than once). */
+/** Log lines wait at most this long to be written, together with the others of that time. */
+export const logFlushMs = 5;
+/** ...or until this much text waits (at ~35,000 authentications a second, about logFlushMs worth of audit lines). */
 export const logBatchChars = 64 * 1024;
 /** A log output that is a full non-blocking pipe is tried again after this. */
 export const logBusyRetryMs = 10;

@@ -152,7 +152,7 @@ export class ServerProcess {
     return out;
   }
 
-  /** The audit lines written so far, after a moment for the last ones to arrive (the server writes a turn's lines at its end, and the pipe takes a moment). */
+  /** The audit lines written so far, after a moment for the last ones to arrive (the server gathers lines for a few milliseconds, and the pipe takes a moment). */
   async auditLines(): Promise<Record<string, unknown>[]> {
     await new Promise((r) => setTimeout(r, 150));
     return this.logLines().filter((l) => l['msg'] === 'audit');
