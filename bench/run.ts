@@ -98,14 +98,16 @@ function serverEnv(dirs: Dirs, port: number, logLevel: string): Record<string, s
 
 async function startAuthd(dirs: Dirs, logLevel: string): Promise<{ server: Child; port: number; spawnToHealthyMs: number; recovered: Promise<number | undefined> }> {
   const port = await freePort();
-  const server = startChild('authd', distPath('src/main.js'), [], serverEnv(dirs, port, logLevel));
-  // Registered before the line can appear; only an info-level start ever logs it.
-  const recovered = server.logged((l) => l['msg'] === 'state recovered').then((l) => (typeof l['ms'] === 'number' ? l['ms'] : undefined));
+  const server = startChild('authd', distPath('src/main.js'), [], serverEnv(dirs, port, logLevel), join(dirs.root, 'authd.log'));
+  // Registered before the line can appear; only an info-level start logs it, and only then is the log read.
+  const recovered = logLevel !== 'info'
+    ? Promise.resolve(undefined)
+    : server.logged((l) => l['msg'] === 'state recovered').then((l) => (typeof l['ms'] === 'number' ? l['ms'] : undefined));
   const healthyAt = await waitHealthy(server, port, startTimeoutMs);
   return { server, port, spawnToHealthyMs: healthyAt - server.spawnedAt, recovered };
 }
 
-/** How long to wait for the "state recovered" line once /health answers: it was written before listening, through an async logger. */
+/** How long to wait for the "state recovered" line once /health answers: it was written before listening, but the log file is read every 25 ms. */
 const recoveredLineWaitMs = 2000;
 
 /** G: spawn to /health OK, the server's own recovery time (logged at info, so this start logs at info), and memory. */

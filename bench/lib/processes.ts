@@ -1,13 +1,17 @@
 // Child processes of the benchmark (the real server, the ceiling server, the seed and micro runs, perf): started, watched, and never left behind.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 /** The tail of a child's output kept for the error message when it dies. */
 const outputTailChars = 8192;
 const healthPollIntervalMs = 25;
+/** A child that logs to a file: how often the file is read while someone waits for a line of it. */
+const logPollIntervalMs = 25;
+const logReadBytes = 64 * 1024;
 const healthRequestTimeoutMs = 1000;
 const stopGraceMs = 20_000;
 
@@ -68,8 +72,10 @@ export class Child {
   private tail = '';
   private readonly waiters: Array<{ test: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }> = [];
   readonly spawnedAt = performance.now();
+  /** Of a child whose stdout is logFile: how far it has been read, and the timer reading it while someone waits. */
+  private readonly logRead = { offset: 0, pending: '', decoder: new StringDecoder('utf8'), timer: undefined as NodeJS.Timeout | undefined };
 
-  constructor(readonly name: string, readonly child: ChildProcess) {
+  constructor(readonly name: string, readonly child: ChildProcess, private readonly logFile?: string) {
     live.add(child);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
@@ -109,12 +115,51 @@ export class Child {
   }
 
   output(): string {
-    return this.tail.slice(-outputTailChars);
+    if (this.logFile === undefined) return this.tail.slice(-outputTailChars);
+    let logTail = '';
+    try {
+      const fd = openSync(this.logFile, 'r');
+      try {
+        const buf = Buffer.alloc(outputTailChars);
+        const n = readSync(fd, buf, 0, buf.length, Math.max(0, fstatSync(fd).size - buf.length));
+        logTail = buf.toString('utf8', 0, n);
+      } finally {
+        closeSync(fd);
+      }
+    } catch { /* not there */ }
+    return `${logTail}${this.tail}`.slice(-outputTailChars);
   }
 
   /** Resolves with the first JSON log line from now on that passes test: register before the line can appear. */
   logged(test: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+    if (this.logFile !== undefined) this.logRead.timer ??= setInterval(() => this.readLog(), logPollIntervalMs).unref();
     return new Promise((resolve) => this.waiters.push({ test, resolve }));
+  }
+
+  /** The log file's new lines, to the waiters; reading stops when none waits. */
+  private readLog(): void {
+    const read = this.logRead;
+    const buf = Buffer.allocUnsafe(logReadBytes);
+    try {
+      const fd = openSync(this.logFile!, 'r');
+      try {
+        for (let n; this.waiters.length > 0 && (n = readSync(fd, buf, 0, buf.length, read.offset)) > 0;) {
+          read.offset += n;
+          read.pending += read.decoder.write(buf.subarray(0, n));
+          let nl: number;
+          while ((nl = read.pending.indexOf('\n')) !== -1) {
+            this.onLine(read.pending.slice(0, nl));
+            read.pending = read.pending.slice(nl + 1);
+          }
+        }
+      } finally {
+        closeSync(fd);
+      }
+    } catch { /* not there yet */ }
+    if (this.waiters.length === 0 || !this.alive) {
+      clearInterval(read.timer);
+      read.timer = undefined;
+    }
   }
 
   /** At once, for a child whose data is thrown away (a graceful stop would first write a snapshot of everything). */
@@ -152,12 +197,23 @@ export class Child {
   }
 }
 
-export function startChild(name: string, script: string, args: readonly string[], env: Readonly<Record<string, string>>): Child {
-  const child = spawn(process.execPath, [script, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Child(name, child);
+/**
+ * logFile: the child's stdout goes there instead of to this process. The real server logs an audit line
+ * per authentication (~12 MB a second in A and B); through a pipe this process, the load generator, read
+ * and decoded all of it, CPU per request that the ceiling's requests do not cost it.
+ */
+export function startChild(name: string, script: string, args: readonly string[], env: Readonly<Record<string, string>>, logFile?: string): Child {
+  const stdout = logFile === undefined ? 'pipe' : openSync(logFile, 'w');
+  try {
+    const child = spawn(process.execPath, [script, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', stdout, 'pipe'],
+    });
+    return new Child(name, child, logFile);
+  } finally {
+    // The child has its own copy.
+    if (typeof stdout === 'number') closeSync(stdout);
+  }
 }
 
 /** Runs a node script to completion, echoing its output with a prefix; rejects on a non-zero exit. */
