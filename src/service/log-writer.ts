@@ -43,13 +43,12 @@ export class LogWriter {
     this.flush();
   };
 
-  /** eachLine: hand every write over at once (tests), instead of logFlushMs after the first. */
-  constructor(private readonly output: LogOutput, private readonly eachLine = false) {}
+  constructor(private readonly output: LogOutput) {}
 
   /** Whole lines: pino's destination interface, and the audit trail's sink. */
   write(text: string): boolean {
     this.#pending += text;
-    if (this.eachLine || this.#pending.length >= logBatchChars) this.flush();
+    if (this.#pending.length >= logBatchChars) this.flush();
     else if (!this.#scheduled) {
       this.#scheduled = true;
       setTimeout(this.#flushLater, logFlushMs);
