@@ -65,6 +65,25 @@ export interface ExitInfo {
   readonly signal: NodeJS.Signals | null;
 }
 
+/** Text that arrives in chunks, handed on a whole line at a time; reset() drops a partial line. */
+class Lines {
+  private pending = '';
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(chunk: string): void {
+    this.pending += chunk;
+    let nl: number;
+    while ((nl = this.pending.indexOf('\n')) !== -1) {
+      this.onLine(this.pending.slice(0, nl));
+      this.pending = this.pending.slice(nl + 1);
+    }
+  }
+
+  reset(): void {
+    this.pending = '';
+  }
+}
+
 /** A started child: its pid, its output (pino lines parsed when they are JSON), and how to stop it. */
 export class Child {
   readonly exited: Promise<ExitInfo>;
@@ -73,7 +92,7 @@ export class Child {
   private readonly waiters: Array<{ test: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }> = [];
   readonly spawnedAt = performance.now();
   /** Of a child whose stdout is logFile: how far it has been read, and the timer reading it while someone waits. */
-  private readonly logRead = { offset: 0, pending: '', decoder: new StringDecoder('utf8'), timer: undefined as NodeJS.Timeout | undefined };
+  private readonly logRead = { offset: 0, lines: new Lines((line) => this.onLine(line)), decoder: new StringDecoder('utf8'), timer: undefined as NodeJS.Timeout | undefined };
 
   constructor(readonly name: string, readonly child: ChildProcess, private readonly logFile?: string) {
     live.add(child);
@@ -84,24 +103,15 @@ export class Child {
         resolve(this.exit);
       });
     });
-    // Always drained: a full pipe would block the child's logger and skew what we measure. The server
-    // writes an audit line per request, tens of thousands a second under load, and this process is the
-    // load generator: lines are split and parsed only while someone waits for one, otherwise only a tail is kept.
+    // Always drained: a full pipe would block the child's logger and skew what we measure. This process is
+    // the load generator: lines are split and parsed only while someone waits for one, otherwise only a tail is kept.
     for (const stream of [child.stdout, child.stderr]) {
-      let pending = '';
+      const lines = new Lines((line) => this.onLine(line));
       stream?.setEncoding('utf8');
       stream?.on('data', (chunk: string) => {
         this.tail = this.tail.length + chunk.length > outputTailChars * 2 ? (this.tail + chunk).slice(-outputTailChars) : this.tail + chunk;
-        if (this.waiters.length === 0) {
-          pending = '';
-          return;
-        }
-        pending += chunk;
-        let nl: number;
-        while ((nl = pending.indexOf('\n')) !== -1) {
-          this.onLine(pending.slice(0, nl));
-          pending = pending.slice(nl + 1);
-        }
+        if (this.waiters.length === 0) lines.reset();
+        else lines.push(chunk);
       });
     }
   }
@@ -145,12 +155,7 @@ export class Child {
       try {
         for (let n; this.waiters.length > 0 && (n = readSync(fd, buf, 0, buf.length, read.offset)) > 0;) {
           read.offset += n;
-          read.pending += read.decoder.write(buf.subarray(0, n));
-          let nl: number;
-          while ((nl = read.pending.indexOf('\n')) !== -1) {
-            this.onLine(read.pending.slice(0, nl));
-            read.pending = read.pending.slice(nl + 1);
-          }
+          read.lines.push(read.decoder.write(buf.subarray(0, n)));
         }
       } finally {
         closeSync(fd);
@@ -221,16 +226,9 @@ export async function runToCompletion(name: string, script: string, args: readon
   const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   for (const stream of [child.stdout, child.stderr]) {
+    const lines = new Lines(echo);
     stream.setEncoding('utf8');
-    let pending = '';
-    stream.on('data', (chunk: string) => {
-      pending += chunk;
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) !== -1) {
-        echo(pending.slice(0, nl));
-        pending = pending.slice(nl + 1);
-      }
-    });
+    stream.on('data', (chunk: string) => lines.push(chunk));
   }
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
   live.delete(child);
