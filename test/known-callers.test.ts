@@ -40,6 +40,15 @@ async function addAdmin(app: InProcessApp, email: string, password: string): Pro
   return resultOf<{ user: { id: string } }>(await app.post('/users/user', { email, password, applications: [base] })).user.id;
 }
 
+/** header passes from peer and is then known as userId; after change() (answered 200) it is neither known nor let in. */
+async function refusedAfter(app: InProcessApp, header: string, peer: string, userId: string, change: () => Promise<{ status: number }>): Promise<void> {
+  assert.equal((await app.get('/applications', { auth: header, remoteAddress: peer })).status, 200);
+  assert.equal(app.authenticator.knownCaller(header, peer)?.id, userId);
+  assert.equal((await change()).status, 200);
+  assert.equal(app.authenticator.knownCaller(header, peer), undefined);
+  assert.equal((await app.get('/applications', { auth: header, remoteAddress: peer })).status, 401);
+}
+
 test('KnownCallers: keyed by header and peer together, never holding the header; entries expire and are bounded', () => {
   let now = 1_000;
   const known = new KnownCallers({ ttlMs: 1_000, entriesMax: 2, now: () => now });
@@ -89,12 +98,7 @@ test('a new password refuses the old header at once, from the peer it was known 
   const app = await openApp();
   try {
     const id = await addAdmin(app, 'rotate@example.com', 'old-password-1');
-    const old = basic('rotate@example.com', 'old-password-1');
-    assert.equal((await app.get('/applications', { auth: old, remoteAddress: '192.0.2.5' })).status, 200);
-    assert.equal(app.authenticator.knownCaller(old, '192.0.2.5')?.id, id);
-    assert.equal((await app.put(`/users/user/${id}`, { password: 'new-password-1' })).status, 200);
-    assert.equal(app.authenticator.knownCaller(old, '192.0.2.5'), undefined);
-    assert.equal((await app.get('/applications', { auth: old, remoteAddress: '192.0.2.5' })).status, 401);
+    await refusedAfter(app, basic('rotate@example.com', 'old-password-1'), '192.0.2.5', id, () => app.put(`/users/user/${id}`, { password: 'new-password-1' }));
     assert.equal((await app.get('/applications', { auth: basic('rotate@example.com', 'new-password-1'), remoteAddress: '192.0.2.5' })).status, 200);
   } finally {
     await app.close();
@@ -124,12 +128,7 @@ test('an API Key caller is known the same way, and its key DISABLED refuses it a
   try {
     const id = await addAdmin(app, 'robot@example.com', 'robot-password-1');
     const key = resultOf<{ apikey: { id: string; secret: string } }>(await app.post(`/users/user/${id}/apikey`, { name: 'ci' })).apikey;
-    const header = basic(key.id, key.secret);
-    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.20' })).status, 200);
-    assert.equal(app.authenticator.knownCaller(header, '192.0.2.20')?.id, id);
-    assert.equal((await app.put(`/users/user/${id}/apikey/${key.id}`, { status: 'DISABLED' })).status, 200);
-    assert.equal(app.authenticator.knownCaller(header, '192.0.2.20'), undefined);
-    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.20' })).status, 401);
+    await refusedAfter(app, basic(key.id, key.secret), '192.0.2.20', id, () => app.put(`/users/user/${id}/apikey/${key.id}`, { status: 'DISABLED' }));
   } finally {
     await app.close();
   }
