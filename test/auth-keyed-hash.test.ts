@@ -22,6 +22,19 @@ test('equals createHmac for keys shorter than, equal to and longer than the bloc
   }
 });
 
+test('with bytes after the message: equals createHmac over both, in the reused buffer and past it', () => {
+  const key = randomBytes(32);
+  const keyed = new KeyedHash(key);
+  const tails = [new Uint8Array(0), Buffer.from('{"type":"apikey"}'), randomBytes(300), randomBytes(keyedHashMessageBytesMax - 20), randomBytes(keyedHashMessageBytesMax + 1)];
+  for (const message of ['', '10.0.0.1\u0000', 'é'.repeat(10)]) {
+    for (const tail of tails) {
+      const expected = createHmac('sha256', key).update(message, 'utf8').update(tail).digest('binary');
+      assert.equal(keyed.mac(message, tail), expected, `message of ${message.length} chars, ${tail.length} bytes after`);
+    }
+  }
+  assert.equal(keyed.mac('after'), createHmac('sha256', key).update('after').digest('binary'), 'nothing of the bytes stays behind');
+});
+
 test('the key can be wiped after construction, and neither it nor the last message shows in inspect or JSON', () => {
   const key = Buffer.from('k'.repeat(32));
   const expected = createHmac('sha256', key).update('hunter2-secret').digest('binary');

@@ -1,4 +1,4 @@
-// Callers known by their exact Authorization header: recognised without a full check only from the same peer, and only while the account, its verification and the limiter's view are unchanged.
+// Callers known by their exact Authorization header, and authentications by their exact body: recognised without a full check only from the same peer, and only while the account, its verification and the limiter's view are unchanged.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -6,6 +6,7 @@ import { KnownCallers } from '../src/auth/known-callers.js';
 import { HashPool } from '../src/auth/hash-pool.js';
 import type { Ticket } from '../src/auth/limiter.js';
 import type { User } from '../src/domain/entities.js';
+import type { AuditEntry } from '../src/service/audit.js';
 import { InProcessApp, resultOf } from './helpers/fault-app.js';
 import { PowerLossStorage } from './helpers/fault-storage.js';
 
@@ -20,12 +21,12 @@ after(async () => {
   await pool.close();
 });
 
-async function openApp(addressFailureFactor = 100): Promise<InProcessApp> {
+async function openApp(addressFailureFactor = 100, audit?: (entry: AuditEntry) => void): Promise<InProcessApp> {
   const storage = new PowerLossStorage();
   const dir = `/known/${++dirCount}`;
   await storage.mkdirp(dir);
   return InProcessApp.open({
-    storage, dir, pool,
+    storage, dir, pool, audit,
     limits: { failureFactor: 30, addressFailureFactor, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000, failureResetMs: 12 * 3600_000, tarpitStepMs: 0, tarpitMaxMs: 0 },
   });
 }
@@ -62,14 +63,14 @@ test('KnownCallers: keyed by header and peer together, never holding the header;
   assert.notEqual(known.key(basic('ops@example.com', 'ops-password-2'), '192.0.2.1'), key);
   assert.equal(known.key(header, '192.0.2.1'), key);
   assert.ok(!key.includes('ops-password-1') && !key.includes(header.slice(6)));
-  known.remember(key, user, true, ticket);
+  known.remember(key, { user, byPassword: true, ticket });
   assert.equal(known.get(key)?.user, user);
   now += 999;
   assert.ok(known.get(key) !== undefined);
   now += 1;
   assert.equal(known.get(key), undefined, 'expired');
   assert.equal(known.size, 0);
-  for (const peer of ['a', 'b', 'c']) known.remember(known.key(header, peer)!, user, true, ticket);
+  for (const peer of ['a', 'b', 'c']) known.remember(known.key(header, peer)!, { user, byPassword: true, ticket });
   assert.equal(known.size, 2);
   assert.equal(known.get(known.key(header, 'a')!), undefined, 'the oldest went first');
 });
@@ -129,6 +130,107 @@ test('an API Key caller is known the same way, and its key DISABLED refuses it a
     const id = await addAdmin(app, 'robot@example.com', 'robot-password-1');
     const key = resultOf<{ apikey: { id: string; secret: string } }>(await app.post(`/users/user/${id}/apikey`, { name: 'ci' })).apikey;
     await refusedAfter(app, basic(key.id, key.secret), '192.0.2.20', id, () => app.put(`/users/user/${id}/apikey/${key.id}`, { status: 'DISABLED' }));
+  } finally {
+    await app.close();
+  }
+});
+
+/** An Application with one end user who has a password and an API Key; `body(kind)` is a POST /authenticate body that passes. */
+async function endUser(app: InProcessApp): Promise<{ appId: string; userId: string; keyId: string; body: (kind: 'apikey' | 'username', ip?: string) => Uint8Array }> {
+  const appId = resultOf<{ application: { id: string } }>(await app.post('/applications/application', { name: 'shop' })).application.id;
+  const userId = resultOf<{ user: { id: string } }>(await app.post('/users/user', { email: 'end@example.com', password: 'end-password-1', applications: [appId] })).user.id;
+  const key = resultOf<{ apikey: { id: string; secret: string } }>(await app.post(`/users/user/${userId}/apikey`, { name: 'phone' })).apikey;
+  const body = (kind: 'apikey' | 'username', ip = '203.0.113.7'): Uint8Array => Buffer.from(JSON.stringify({
+    type: kind, application: appId, credential: kind === 'apikey' ? { username: key.id, password: key.secret } : { username: 'end@example.com', password: 'end-password-1' }, ip_address: ip,
+  }));
+  return { appId, userId, keyId: key.id, body };
+}
+
+/** POST /authenticate with these exact bytes from peer: whether it authenticated, and the answer without its elapsed time. */
+async function authenticateRaw(app: InProcessApp, raw: Uint8Array, peer: string, contentType = 'application/json'): Promise<{ status: number; authenticated: boolean | undefined; text: string }> {
+  const res = await app.request('POST', '/authenticate', { raw, remoteAddress: peer, contentType });
+  const result = (res.json as { service?: { result?: { authenticated?: boolean } } }).service?.result;
+  return { status: res.status, authenticated: result?.authenticated, text: res.body.replace(/"elapsed":[0-9.]+/, '') };
+}
+
+test('an authentication that passed is recognised by its exact body from the same peer: the same answer, audit line and count', async () => {
+  const entries: AuditEntry[] = [];
+  const app = await openApp(100, (e) => { if (e.action === 'authenticate') entries.push(e); });
+  try {
+    const { appId, userId, keyId, body } = await endUser(app);
+    for (const kind of ['apikey', 'username'] as const) {
+      entries.length = 0;
+      const raw = body(kind);
+      assert.equal(app.authenticator.recognised(raw, '10.0.0.1', undefined), undefined, 'not before a check has passed');
+      const first = await authenticateRaw(app, raw, '10.0.0.1');
+      assert.equal(first.authenticated, true);
+      assert.equal(app.authenticator.recognised(raw, '10.0.0.2', undefined), undefined, 'another peer takes the full check');
+      assert.equal(app.authenticator.recognised(body(kind, '203.0.113.8'), '10.0.0.1', undefined), undefined, 'another body too');
+      const second = await authenticateRaw(app, raw, '10.0.0.1');
+      assert.equal(second.text, first.text);
+      const targets = kind === 'apikey' ? { application: appId, user: userId, apikey: keyId } : { application: appId, user: userId };
+      const caller = app.state.userByEmail('admin@example.com')?.id;
+      assert.deepEqual(entries.map((e) => [e.caller, e.targets, e.outcome, e.address, e.peer]), [
+        [caller, targets, 'success', '203.0.113.7', '10.0.0.1'],
+        [caller, targets, 'success', '203.0.113.7', '10.0.0.1'],
+      ]);
+      assert.equal(app.authenticator.recognised(raw, '10.0.0.1', undefined)?.user.id, userId, 'the second answer came from the remembered one');
+      const metrics = (await app.get('/metrics')).body;
+      assert.match(metrics, new RegExp(`authd_authentications_total\\{type="${kind}",result="success"\\} 2\\n`), 'both answers counted, the recognised one too');
+    }
+    // A body that is not JSON by its Content-Type is refused as before, however it was answered last time.
+    assert.equal((await authenticateRaw(app, body('apikey'), '10.0.0.1', 'text/plain')).status, 415);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a failed authentication is never remembered; a recognised one is refused at once when its key, account, Application or address changes', async () => {
+  const app = await openApp(3);
+  try {
+    const { appId, userId, keyId, body } = await endUser(app);
+    const wrong = Buffer.from(new TextDecoder().decode(body('apikey')).replace(/"password":"[^"]+"/, '"password":"not-the-secret-at-all-000000000000000000"'));
+    assert.equal((await authenticateRaw(app, wrong, '10.0.0.1')).authenticated, false);
+    assert.equal(app.authenticator.recognised(wrong, '10.0.0.1', undefined), undefined);
+
+    const passes = async (raw: Uint8Array, peer: string): Promise<void> => {
+      assert.equal((await authenticateRaw(app, raw, peer)).authenticated, true);
+      assert.ok(app.authenticator.recognised(raw, peer, undefined) !== undefined);
+    };
+    const refused = async (raw: Uint8Array, peer: string): Promise<void> => {
+      assert.equal(app.authenticator.recognised(raw, peer, undefined), undefined);
+      assert.equal((await authenticateRaw(app, raw, peer)).authenticated, false);
+    };
+    const ok = async (res: Promise<{ status: number }>): Promise<void> => assert.equal((await res).status, 200);
+
+    await passes(body('apikey'), '10.0.0.1');
+    await ok(app.put(`/users/user/${userId}/apikey/${keyId}`, { status: 'DISABLED' }));
+    await refused(body('apikey'), '10.0.0.1');
+    await ok(app.put(`/users/user/${userId}/apikey/${keyId}`, { status: 'ENABLED' }));
+
+    await passes(body('username'), '10.0.0.1');
+    await ok(app.put(`/users/user/${userId}`, { password: 'end-password-2' }));
+    await refused(body('username'), '10.0.0.1');
+    await ok(app.put(`/users/user/${userId}`, { password: 'end-password-1' }));
+
+    await passes(body('apikey'), '10.0.0.1');
+    await ok(app.put(`/applications/application/${appId}`, { status: 'DISABLED' }));
+    await refused(body('apikey'), '10.0.0.1');
+    await ok(app.put(`/applications/application/${appId}`, { status: 'ENABLED' }));
+
+    await passes(body('apikey'), '10.0.0.1');
+    await ok(app.put(`/users/user/${userId}`, { status: 'DISABLED' }));
+    await refused(body('apikey'), '10.0.0.1');
+    await ok(app.put(`/users/user/${userId}`, { status: 'ENABLED' }));
+
+    // Three failures from the end user's address lock it out (addressFailureFactor 3): its remembered success with them.
+    await passes(body('apikey', '198.51.100.4'), '10.0.0.1');
+    for (let i = 0; i < 3; i++) {
+      const guess = Buffer.from(JSON.stringify({ type: 'username', application: appId, credential: { username: `nobody-${i}@example.com`, password: 'guess-1234' }, ip_address: '198.51.100.4' }));
+      assert.equal((await authenticateRaw(app, guess, '10.0.0.1')).authenticated, false);
+    }
+    await refused(body('apikey', '198.51.100.4'), '10.0.0.1');
+    await passes(body('apikey', '198.51.100.5'), '10.0.0.1');
   } finally {
     await app.close();
   }

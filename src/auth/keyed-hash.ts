@@ -38,12 +38,20 @@ export class KeyedHash {
     }
   }
 
-  /** HMAC-SHA256(key, UTF-8 of message): its 32 bytes as a latin1 string of 32 chars. */
-  mac(message: string): string {
+  /** HMAC-SHA256(key, UTF-8 of message, then `bytes` as they are): its 32 bytes as a latin1 string of 32 chars. */
+  mac(message: string, bytes?: Uint8Array): string {
+    const extra = bytes?.length ?? 0;
     // A UTF-8 byte count is at most 3 per UTF-16 unit, so short messages skip the exact count.
-    const fits = message.length * 3 <= keyedHashMessageBytesMax || Buffer.byteLength(message, 'utf8') <= keyedHashMessageBytesMax;
-    const input = fits ? this.#inner : Buffer.concat([this.#inner.subarray(0, blockBytes), Buffer.from(message, 'utf8')]);
-    const end = fits ? blockBytes + this.#inner.write(message, blockBytes, 'utf8') : input.length;
+    const fits = message.length * 3 + extra <= keyedHashMessageBytesMax || Buffer.byteLength(message, 'utf8') + extra <= keyedHashMessageBytesMax;
+    const input = fits ? this.#inner : Buffer.concat([this.#inner.subarray(0, blockBytes), Buffer.from(message, 'utf8'), bytes ?? new Uint8Array(0)]);
+    let end = input.length;
+    if (fits) {
+      end = blockBytes + this.#inner.write(message, blockBytes, 'utf8');
+      if (bytes !== undefined) {
+        this.#inner.set(bytes, end);
+        end += extra;
+      }
+    }
     this.#outer.write(hash('sha256', input.subarray(0, end), 'binary'), blockBytes, 'latin1');
     // The message is often a password: it does not stay behind in the scratch buffer.
     input.fill(0, blockBytes, end);

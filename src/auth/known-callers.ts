@@ -1,4 +1,4 @@
-// Callers of the admin API recognised by their exact Authorization header and TCP peer after a full check passed: a keyed hash and a lookup.
+// Credentials recognised by the exact text they came in (an admin call's Authorization header, a POST /authenticate body) and the TCP peer, after a full check passed: a keyed hash and a lookup.
 //
 // An admin tool or a client application sends the same Basic credentials with every call. The full
 // check (src/service/authenticator.ts) parses them, finds the User, asks the brute-force limiter, matches
@@ -12,26 +12,30 @@
 // entry never outlives the verification it rests on by more than that (the Authenticator also asks the
 // verify cache on every hit). The peer is part of the key: the same credentials from another address
 // take the full way and meet the limiter there.
+//
+// POST /authenticate is remembered the same way by its exact body (credential, Application, ip_address)
+// and peer, with the Application it passed against too (keyOfRequest; see Authenticator.recognised).
 
-import { authorizationHeaderBytesMax } from '../config/limits.js';
+import { authorizationHeaderBytesMax, knownRequestBytesMax } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { KeyedHash } from './keyed-hash.js';
 import type { Ticket } from './limiter.js';
 
+/** What a full check that passed leaves behind, for a repeat to be judged against. */
 export interface KnownCaller {
   readonly user: User;
   /** Username and password, rather than an API Key: the password's verification must still be in the verify cache. */
   readonly byPassword: boolean;
   /** The ticket of the check that passed: its counters say whether the limiter would still let the pair through. */
   readonly ticket: Ticket;
-  readonly expiresAtMs: number;
 }
 
-export class KnownCallers {
+/** E: what is kept per entry (a KnownCaller, and for POST /authenticate what its audit line names). */
+export class KnownCallers<E extends KnownCaller = KnownCaller> {
   /** The key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
   readonly #keyed = KeyedHash.withRandomKey();
-  /** By keyed hash of (peer, header); insertion order is age order, so the first key is the oldest. */
-  readonly #entries = new Map<string, KnownCaller>();
+  /** By keyed hash of (peer, header or body); insertion order is age order, so the first key is the oldest. */
+  readonly #entries = new Map<string, { readonly entry: E; readonly expiresAtMs: number }>();
   readonly #ttlMs: number;
   readonly #entriesMax: number;
   readonly #now: () => number;
@@ -56,20 +60,27 @@ export class KnownCallers {
     return this.#keyed.mac(`${peer}\u0000${authorization}`);
   }
 
+  /** The same for a request's exact body from a peer (POST /authenticate carries its credentials there); undefined past knownRequestBytesMax. */
+  keyOfRequest(body: Uint8Array, peer: string): string | undefined {
+    if (body.length === 0 || body.length > knownRequestBytesMax) return undefined;
+    return this.#keyed.mac(`${peer}\u0000`, body);
+  }
+
   /** The unexpired entry under key; an expired one is dropped. */
-  get(key: string): KnownCaller | undefined {
-    const entry = this.#entries.get(key);
-    if (entry !== undefined && this.#now() >= entry.expiresAtMs) {
+  get(key: string): E | undefined {
+    const held = this.#entries.get(key);
+    if (held === undefined) return undefined;
+    if (this.#now() >= held.expiresAtMs) {
       this.#entries.delete(key);
       return undefined;
     }
-    return entry;
+    return held.entry;
   }
 
-  remember(key: string, user: User, byPassword: boolean, ticket: Ticket): void {
+  remember(key: string, entry: E): void {
     if (this.#entriesMax === 0 || this.#ttlMs === 0) return;
     this.#entries.delete(key);
-    this.#entries.set(key, { user, byPassword, ticket, expiresAtMs: this.#now() + this.#ttlMs });
+    this.#entries.set(key, { entry, expiresAtMs: this.#now() + this.#ttlMs });
     if (this.#entries.size > this.#entriesMax) this.#entries.delete(this.#entries.keys().next().value!);
   }
 

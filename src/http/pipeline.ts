@@ -70,6 +70,11 @@ export interface RouteSpec {
   readonly public?: boolean;
   /** false for a POST that changes nothing and audits itself (POST /authenticate). */
   readonly mutation?: false;
+  /**
+   * Answers a request it recognises by its JSON body's exact bytes before they are parsed (POST /authenticate
+   * with credentials that passed lately), else undefined and the handler runs as usual.
+   */
+  readonly recognise?: (req: HttpRequest & { readonly body: Buffer }, caller: User | undefined) => RouteResult | undefined;
 }
 
 export interface PipelineDeps {
@@ -117,6 +122,10 @@ function isJsonContentType(value: string): boolean {
   if (value === '' || value === 'application/json') return true;
   const media = value.split(';', 1)[0]!.trim().toLowerCase();
   return media === 'application/json' || (media.startsWith('application/') && media.endsWith('+json'));
+}
+
+function hasJsonBody(req: HttpRequest): req is HttpRequest & { readonly body: Buffer } {
+  return req.body !== undefined && req.body.length > 0 && isJsonContentType(req.contentType);
 }
 
 function parseBody(req: HttpRequest): unknown {
@@ -199,8 +208,8 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     if (caller instanceof OverloadedError) return failed(req, route, params, key, undefined, caller);
     try {
       if (route.public !== true && caller === undefined) throw new DomainError('unauthorized');
-      const body = parseBody(req);
-      const out = route.handler({ params, query: req.query, body, caller, req });
+      const known = route.recognise !== undefined && hasJsonBody(req) ? route.recognise(req, caller) : undefined;
+      const out = known ?? route.handler({ params, query: req.query, body: parseBody(req), caller, req });
       return out instanceof Promise
         ? out.then((o) => respond(req, route, params, key, caller, o), (err: unknown) => failed(req, route, params, key, caller, err))
         : respond(req, route, params, key, caller, out);

@@ -4,10 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
 import type { HashPool, Argon2Params } from '../auth/hash-pool.js';
 import { needsRehash, overloaded, OverloadedError } from '../auth/hash-pool.js';
-import { KnownCallers } from '../auth/known-callers.js';
+import { KnownCallers, type KnownCaller } from '../auth/known-callers.js';
 import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
-import { knownCallersMax, knownCallerTtlMs } from '../config/limits.js';
+import { knownAttemptsMax, knownCallersMax, knownCallerTtlMs } from '../config/limits.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../store/ids.js';
 import { rehashPassword } from '../store/decide.js';
@@ -29,6 +29,15 @@ export interface AttemptContext {
   readonly peer?: string;
   /** The authenticated caller on whose behalf (POST /authenticate). */
   readonly caller?: string;
+  /** The request's exact body (POST /authenticate): a success is remembered by it and its peer (see recognised()). */
+  readonly request?: Uint8Array;
+}
+
+/** A POST /authenticate that passed, as remembered by its body and peer: what a repeat must find unchanged, and its audit line's fields. */
+interface KnownAttempt extends KnownCaller {
+  readonly application: Application;
+  readonly targets: Readonly<Record<string, string>>;
+  readonly address: string;
 }
 
 /** A password check: the User it belongs to (else undefined), and whether the verify cache answered. */
@@ -71,6 +80,7 @@ export class Authenticator {
   /** Argon2 verifications under way (see once()). */
   private readonly inFlight = new Map<string, Promise<boolean>>();
   private readonly known = new KnownCallers({ ttlMs: knownCallerTtlMs, entriesMax: knownCallersMax });
+  private readonly knownAttempts = new KnownCallers<KnownAttempt>({ ttlMs: knownCallerTtlMs, entriesMax: knownAttemptsMax });
 
   constructor(
     private readonly state: State,
@@ -149,10 +159,31 @@ export class Authenticator {
     const key = this.known.key(authorization, peer);
     const entry = key === undefined ? undefined : this.known.get(key);
     if (key === undefined || entry === undefined) return undefined;
-    const { user } = entry;
-    if (this.state.user(user.id) === user && this.guard.limiter.standing(entry.ticket) && (!entry.byPassword || this.cache.holds(user.id, user))) return user;
+    if (this.unchanged(entry)) return entry.user;
     this.known.forget(key);
     return undefined;
+  }
+
+  /** Whether what a remembered success rested on still holds: the very User, the limiter's view of the pair, and a password's verification. */
+  private unchanged({ user, ticket, byPassword }: KnownCaller): boolean {
+    return this.state.user(user.id) === user && this.guard.limiter.standing(ticket) && (!byPassword || this.cache.holds(user.id, user));
+  }
+
+  /**
+   * POST /authenticate with the very body that passed lately from this peer: the User, audited like any success,
+   * if nothing it rested on has changed (as for knownCaller, and the Application object too); else undefined,
+   * and the body takes the full way (authenticate()). Failures are never remembered.
+   */
+  recognised(request: Uint8Array, peer: string, caller: string | undefined): { readonly user: User; readonly byPassword: boolean } | undefined {
+    const key = this.knownAttempts.keyOfRequest(request, peer);
+    const entry = key === undefined ? undefined : this.knownAttempts.get(key);
+    if (key === undefined || entry === undefined) return undefined;
+    if (!this.unchanged(entry) || this.state.application(entry.application.id) !== entry.application) {
+      this.knownAttempts.forget(key);
+      return undefined;
+    }
+    this.guard.audit.record({ action: 'authenticate', caller: caller ?? null, targets: entry.targets, outcome: 'success', address: entry.address, peer });
+    return entry;
   }
 
   /**
@@ -174,7 +205,7 @@ export class Authenticator {
     const user = why === undefined ? checked.user : undefined;
     if (user !== undefined && authorization !== undefined && checked.ticket !== undefined) {
       const key = this.known.key(authorization, address);
-      if (key !== undefined) this.known.remember(key, user, type === 'username', checked.ticket);
+      if (key !== undefined) this.known.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket });
     }
     // An admin's repeated requests ride the verify cache like a session: audited when the password was
     // really checked (and on every failure), not once per request, which would double the log per call.
@@ -197,13 +228,20 @@ export class Authenticator {
   }
 
   private authenticateOutcome(applicationId: string, type: CredentialType, username: string, context: AttemptContext, checked: Checked): Answer {
-    const why = checked.user === undefined ? checked.reason : refusal(checked.user, this.state.application(applicationId));
+    const application = this.state.application(applicationId);
+    const why = checked.user === undefined ? checked.reason : refusal(checked.user, application);
     const user = why === undefined ? checked.user : undefined;
     const targets = targetsOf(type, username, checked.userId, applicationId);
     this.guard.audit.record({
       action: 'authenticate', caller: context.caller ?? null, targets,
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
     });
+    if (user !== undefined && application !== undefined && checked.ticket !== undefined && context.request !== undefined && context.peer !== undefined) {
+      const key = this.knownAttempts.keyOfRequest(context.request, context.peer);
+      if (key !== undefined) {
+        this.knownAttempts.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket, application, targets, address: context.address });
+      }
+    }
     return checked === shed ? overloaded : user;
   }
 

@@ -3,13 +3,18 @@
 import { whenReady } from '../../service/when-ready.js';
 import { authenticate } from '../bodies.js';
 import { OverloadedError } from '../../auth/hash-pool.js';
-import type { Answer } from '../../service/authenticator.js';
+import type { Answer, CredentialType } from '../../service/authenticator.js';
+import type { User } from '../../domain/entities.js';
 import type { RouteResult, RouteSpec } from '../pipeline.js';
 import type { RouteDeps } from './context.js';
 
 const notAuthenticated = '{"authenticated":false}';
 
 export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDeps): RouteSpec[] {
+  const succeeded = (user: User, type: CredentialType): RouteResult => {
+    metrics.authenticated(type, true);
+    return { result: ['{"authenticated":true,"user":', renderer.userFull(user), '}'] };
+  };
   return [
     {
       method: 'GET', pattern: '/health', public: true,
@@ -18,6 +23,10 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
     {
       // Changes nothing; the Authenticator writes its audit line (with the end user's outcome).
       method: 'POST', pattern: '/authenticate', mutation: false,
+      recognise: (req, caller) => {
+        const known = authenticator.recognised(req.body, req.remoteAddress, caller?.id);
+        return known === undefined ? undefined : succeeded(known.user, known.byPassword ? 'username' : 'apikey');
+      },
       handler: ({ body, req, caller }) => {
         const input = authenticate.parse(body, 'body');
         const credential = input.credential!;
@@ -27,13 +36,16 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
         const answer = (user: Answer): RouteResult | OverloadedError => {
           // Shed, not evaluated: answered 503 and not counted as an authentication.
           if (user instanceof OverloadedError) return user;
-          metrics.authenticated(type, user !== undefined);
           // Every failure looks the same: no hint of which check refused.
-          return { result: user === undefined ? notAuthenticated : ['{"authenticated":true,"user":', renderer.userFull(user), '}'] };
+          if (user === undefined) {
+            metrics.authenticated(type, false);
+            return { result: notAuthenticated };
+          }
+          return succeeded(user, type);
         };
         const user = authenticator.authenticate(
           input.application!, type, credential.username!, credential.password!,
-          { address, peer: req.remoteAddress, caller: caller?.id },
+          { address, peer: req.remoteAddress, caller: caller?.id, request: req.body },
         );
         return whenReady(user, answer);
       },
