@@ -54,6 +54,26 @@ test('an audit line reads back as the entry, whatever text its fields hold', asy
   }
 });
 
+test('a prepared entry writes the same line as the whole entry, for any caller', async () => {
+  const { writer, writes } = collector();
+  const audit = new Audit(writer);
+  const entries: Omit<AuditEntry, 'caller'>[] = [
+    { action: 'authenticate', targets: { application: 'a1', user: 'u1', apikey: 'k1' }, outcome: 'success', address: '203.0.113.7', peer: '10.0.0.1' },
+    { action: 'authenticate', targets: { user: 'Zoë "q" \u2028' }, outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
+    { action: 'caller \u202e', targets: {}, outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
+  ];
+  for (const entry of entries) {
+    for (const caller of [null, 'c1', 'bad "caller"\u2029']) {
+      audit.record({ ...entry, caller });
+      audit.recordPrepared(audit.prepare(entry), caller);
+    }
+  }
+  await flushed();
+  const got = writes.join('').split('\n').filter((l) => l !== '').map((l) => l.replace(/"time":[0-9]+/, ''));
+  assert.equal(got.length, entries.length * 6);
+  for (let i = 0; i < got.length; i += 2) assert.equal(got[i + 1], got[i]);
+});
+
 test('lines leave together logFlushMs after the first, in the order they were written', async () => {
   const { writer, writes, lines } = collector();
   const audit = new Audit(writer);
@@ -85,6 +105,7 @@ test('more lines than a batch holds are written more than once, and every line a
     if (i % 10 === 0) assert.equal(line['i'], i);
     else assert.equal(line['caller'], `caller-${i}`);
   });
+  assert.ok(writes.every((w) => w.length <= logBatchChars), 'a batch never grows past logBatchChars, so fdOutput encodes it in its own buffer');
   // A line longer than a whole batch goes out at once, after what came before it.
   const long = `${JSON.stringify({ msg: 'long', text: 'x'.repeat(logBatchChars) })}\n`;
   audit.record({ action: 'before', caller: null, targets: {}, outcome: 'success', address: 'a' });

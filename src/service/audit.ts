@@ -28,6 +28,12 @@ export interface AuditEntry {
   readonly peer?: string;
 }
 
+/** An entry's line made but for its time and caller (Audit.prepare). */
+export interface PreparedEntry {
+  readonly action: string;
+  readonly rest: string;
+}
+
 /** Where finished lines go (the service's log output, src/service/log-writer.ts): one JSON object and a newline per call. */
 export interface AuditSink {
   write(line: string): void;
@@ -71,15 +77,30 @@ export class Audit {
   }
 
   record(entry: AuditEntry): void {
-    if (this.sink === undefined) return;
+    if (this.sink !== undefined) this.write(field(entry.action), entry.caller, this.rest(entry));
+  }
+
+  /** An entry's line but for its time and caller, made once: for an outcome that is recorded again and again (a recognised authentication). */
+  prepare(entry: Omit<AuditEntry, 'caller'>): PreparedEntry {
+    return { action: field(entry.action), rest: this.rest(entry) };
+  }
+
+  /** The line of a prepared entry, with this caller: the same text record() writes for the whole entry. */
+  recordPrepared(prepared: PreparedEntry, caller: string | null): void {
+    if (this.sink !== undefined) this.write(prepared.action, caller, prepared.rest);
+  }
+
+  private write(action: string, caller: string | null, rest: string): void {
+    this.sink!.write(`{"level":${infoLevel},"time":${Date.now()}${this.serviceField}${action},"caller":${caller === null ? 'null' : field(caller)},${rest}`);
+  }
+
+  /** What follows the caller: targets, outcome, address, reason, peer, and the line's end. */
+  private rest(entry: Omit<AuditEntry, 'caller'>): string {
     let targets = '';
     for (const key in entry.targets) targets += `${targets === '' ? '' : ','}${field(key)}:${field(entry.targets[key]!)}`;
     const reason = entry.reason === undefined ? '' : `,"reason":${field(entry.reason)}`;
     const peer = entry.peer === undefined || entry.peer === entry.address ? '' : `,"peer":${field(entry.peer)}`;
-    this.sink.write(
-      `{"level":${infoLevel},"time":${Date.now()}${this.serviceField}${field(entry.action)},"caller":${entry.caller === null ? 'null' : field(entry.caller)},` +
-      `"targets":{${targets}},"outcome":${field(entry.outcome)},"address":${field(entry.address)}${reason}${peer},"msg":"audit"}\n`,
-    );
+    return `"targets":{${targets}},"outcome":${field(entry.outcome)},"address":${field(entry.address)}${reason}${peer},"msg":"audit"}\n`;
   }
 }
 

@@ -12,7 +12,7 @@ import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../store/ids.js';
 import { rehashPassword } from '../store/decide.js';
 import type { State } from '../store/state.js';
-import { noAudit, type Audit } from './audit.js';
+import { noAudit, type Audit, type PreparedEntry } from './audit.js';
 import type { Committer } from './committer.js';
 
 export type CredentialType = 'username' | 'apikey';
@@ -33,11 +33,11 @@ export interface AttemptContext {
   readonly request?: Uint8Array;
 }
 
-/** A POST /authenticate that passed, as remembered by its body and peer: what a repeat must find unchanged, and its audit line's fields. */
+/** A POST /authenticate that passed, as remembered by its body and peer: what a repeat must find unchanged, and its audit line. */
 interface KnownAttempt extends KnownCaller {
   readonly application: Application;
-  readonly targets: Readonly<Record<string, string>>;
-  readonly address: string;
+  /** The success's audit line, made but for its time and caller. */
+  readonly line: PreparedEntry;
 }
 
 /** A password check: the User it belongs to (else undefined), and whether the verify cache answered. */
@@ -182,7 +182,7 @@ export class Authenticator {
       this.knownAttempts.forget(key);
       return undefined;
     }
-    this.guard.audit.record({ action: 'authenticate', caller: caller ?? null, targets: entry.targets, outcome: 'success', address: entry.address, peer });
+    this.guard.audit.recordPrepared(entry.line, caller ?? null);
     return entry;
   }
 
@@ -231,15 +231,15 @@ export class Authenticator {
     const application = this.state.application(applicationId);
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, application);
     const user = why === undefined ? checked.user : undefined;
-    const targets = targetsOf(type, username, checked.userId, applicationId);
-    this.guard.audit.record({
-      action: 'authenticate', caller: context.caller ?? null, targets,
+    const entry = {
+      action: 'authenticate', targets: targetsOf(type, username, checked.userId, applicationId),
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
-    });
+    };
+    this.guard.audit.record({ ...entry, caller: context.caller ?? null });
     if (user !== undefined && application !== undefined && checked.ticket !== undefined && context.request !== undefined && context.peer !== undefined) {
       const key = this.knownAttempts.keyOfRequest(context.request, context.peer);
       if (key !== undefined) {
-        this.knownAttempts.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket, application, targets, address: context.address });
+        this.knownAttempts.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket, application, line: this.guard.audit.prepare(entry) });
       }
     }
     return checked === shed ? overloaded : user;
