@@ -16,7 +16,7 @@ import {
   distPath, freePort, procStatusBytes, removeOnExit, runToCompletion, startChild, waitHealthy, type Child,
 } from './lib/processes.js';
 import {
-  judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport, type BenchReport, type MicroReport, type ScenarioResult,
+  besideList, judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport, type BenchReport, type MicroReport, type ScenarioResult,
 } from './lib/report.js';
 import * as auth from './lib/auth-scenarios.js';
 import * as data from './lib/data-scenarios.js';
@@ -126,21 +126,43 @@ async function startup(dirs: Dirs, users: number): Promise<ScenarioResult> {
   };
 }
 
-async function measureCeiling(connections: number, times: typeof fullTimes, postBody: string): Promise<{ get: LoadResult; post: LoadResult }> {
+type Method = 'GET' | 'POST';
+
+interface CeilingServer {
+  /** Warm-up, then one measured run of GET /health or of POST /authenticate with scenario A's body. */
+  measure(method: Method): Promise<LoadResult>;
+  stop(): Promise<void>;
+}
+
+/** The minimal uWS server, up for the whole run: measured at its start and end, and beside each scenario whose target is a ratio. */
+async function startCeiling(connections: number, times: typeof fullTimes, postBody: string): Promise<CeilingServer> {
   const port = await freePort();
   const ceiling = startChild('ceiling', distPath('bench/ceiling-server.js'), [], { PORT: String(port), HOST: '127.0.0.1' });
-  try {
-    await waitHealthy(ceiling, port, startTimeoutMs);
-    const run = async (requests: Parameters<typeof runLoad>[0]['requests']): Promise<LoadResult> => {
-      await runLoad({ port, connections, durationS: times.warmS, requests });
-      return runLoad({ port, connections, durationS: times.measureS, requests });
-    };
-    const get = await run([{ method: 'GET', path: '/health' }]);
-    const post = await run([{ method: 'POST', path: '/authenticate', body: postBody, headers: { 'content-type': 'application/json' } }]);
-    return { get, post };
-  } finally {
-    await ceiling.stop();
-  }
+  await waitHealthy(ceiling, port, startTimeoutMs);
+  const requests: Record<Method, Parameters<typeof runLoad>[0]['requests']> = {
+    GET: [{ method: 'GET', path: '/health' }],
+    POST: [{ method: 'POST', path: '/authenticate', body: postBody, headers: { 'content-type': 'application/json' } }],
+  };
+  return {
+    async measure(method) {
+      await runLoad({ port, connections, durationS: times.warmS, requests: requests[method] });
+      return runLoad({ port, connections, durationS: times.measureS, requests: requests[method] });
+    },
+    async stop() {
+      await ceiling.stop();
+    },
+  };
+}
+
+/** The header's word on which ratios use which ceiling. */
+function besideNote(meanUsed: boolean, beside: string): string {
+  if (beside === '') return meanUsed ? ')' : '';
+  return meanUsed ? `, but ${beside} each against a ceiling measured just before it)` : ` (${beside} each against a ceiling measured just before it)`;
+}
+
+async function measureCeilings(ceiling: CeilingServer): Promise<{ get: LoadResult; post: LoadResult }> {
+  const get = await ceiling.measure('GET');
+  return { get, post: await ceiling.measure('POST') };
 }
 
 function errorRow(id: string, name: string, err: unknown): ScenarioResult {
@@ -189,7 +211,8 @@ async function main(): Promise<void> {
 
   log('ceiling: minimal uWebSockets.js server, GET then POST');
   const postBody = auth.apikeyBodies(fixtures, ApiKeySecrets.load({ keyFile: dirs.keyFile }))[0]!;
-  const ceilings = await measureCeiling(args.connections, times, postBody);
+  const ceiling = await startCeiling(args.connections, times, postBody);
+  const ceilings = await measureCeilings(ceiling);
   log(`ceiling: GET ${perSec(ceilings.get.reqPerSec)} (p99 ${ms(ceilings.get.ok.p99Ms)} ms), POST ${perSec(ceilings.post.reqPerSec)} (p99 ${ms(ceilings.post.ok.p99Ms)} ms)`);
 
   const { server, port, spawnToHealthyMs } = await startAuthd(dirs, 'warn');
@@ -203,18 +226,20 @@ async function main(): Promise<void> {
   log(`search index answering fast ${(searchReadyMs / 1000).toFixed(1)} s after /health OK (${((spawnToHealthyMs + searchReadyMs) / 1000).toFixed(1)} s after spawn)`);
   // Order matters: E's writes give H something to snapshot; C last, because the argon2 jobs of its overflow
   // run keep the workers busy for seconds after it ends, which would take the CPU from whatever came next.
-  const plan: Array<[string, string, () => Promise<ScenarioResult | ScenarioResult[]>]> = [
+  // A, B and D are judged by their ratio: each against a ceiling of its method measured just before it
+  // (besideCeiling), so that a machine whose neighbours come and go shows the same weather in both.
+  const plan: Array<[string, string, () => Promise<ScenarioResult | ScenarioResult[]>, Method?]> = [
     ['0', 'GET /health', () => auth.health(ctx)],
-    ['A', 'POST /authenticate, apikey', () => auth.apikeyAuthenticate(ctx)],
-    ['B', 'POST /authenticate, username, repeated', () => auth.repeatedUsername(ctx)],
-    ['D', 'GET /users/user/{id}', () => data.userRead(ctx)],
+    ['A', 'POST /authenticate, apikey', () => auth.apikeyAuthenticate(ctx), 'POST'],
+    ['B', 'POST /authenticate, username, repeated', () => auth.repeatedUsername(ctx), 'POST'],
+    ['D', 'GET /users/user/{id}', () => data.userRead(ctx), 'GET'],
     ['F', 'GET /users/search/{term}', () => data.search(ctx)],
     ['E', 'POST /groups/group, FSYNC=always', () => data.durableWrites(ctx)],
     ['H', 'snapshot while serving', () => data.snapshotWhileServing(ctx)],
     ['I', 'GET /users', () => data.listAll(ctx)],
     ['C', 'POST /authenticate, username, distinct', () => auth.distinctUsername(ctx)],
   ];
-  for (const [id, name, run] of plan.filter(([id]) => wanted(id))) {
+  for (const [id, name, run, besideMethod] of plan.filter(([id]) => wanted(id))) {
     if (!server.alive) {
       rows.push(errorRow(id, name, new Error(`authd exited earlier (${JSON.stringify(server.exit)}): ${server.output().split('\n').slice(-3).join(' / ')}`)));
       continue;
@@ -223,16 +248,22 @@ async function main(): Promise<void> {
     // Another busy process on a 2-core machine shows up in the numbers; the load average says when.
     const loadBefore = loadavg()[0]!;
     try {
+      const beside = besideMethod === undefined ? undefined : await ceiling.measure(besideMethod);
+      if (beside !== undefined) log(`${id}: ceiling beside it: ${besideMethod} ${perSec(beside.reqPerSec)} (p99 ${ms(beside.ok.p99Ms)} ms)`);
       const window = await serverWindow(ctx);
       const out = await run();
       const pauses = await window();
       if (pauses !== undefined) log(`${id}: server meanwhile (warm-up included): ${describePauses(pauses)}`);
-      for (const row of Array.isArray(out) ? out : [out]) {
+      for (const measured of Array.isArray(out) ? out : [out]) {
+        const row = beside !== undefined && measured.ceiling === besideMethod && measured.reqPerSec !== null
+          ? { ...measured, ceilingBesidePerSec: beside.reqPerSec, ratio: measured.reqPerSec / beside.reqPerSec }
+          : measured;
         row.extra['loadAverageBefore'] = loadBefore;
         row.extra['serverDuringScenario'] = pauses;
         rows.push(row);
         const rate = row.reqPerSec === null ? '' : `${perSec(row.reqPerSec)}, p50 ${ms(row.p50Ms)} ms, p99 ${ms(row.p99Ms)} ms; `;
-        const parts = [row.ratio === null ? '' : `${row.ratio.toFixed(2)} x the first ceiling`, row.verdict.replace(/^; /, '')].filter((p) => p !== '');
+        const against = row.ceilingBesidePerSec === undefined ? 'the first ceiling' : 'the ceiling beside it';
+        const parts = [row.ratio === null ? '' : `${row.ratio.toFixed(2)} x ${against}`, row.verdict.replace(/^; /, '')].filter((p) => p !== '');
         log(`${row.id}: ${rate}${parts.join('; ')}`);
       }
     } catch (err) {
@@ -252,12 +283,13 @@ async function main(): Promise<void> {
     };
   }
 
-  // A second ceiling after the scenarios (full runs): the mean of both is what the ratios use.
+  // A second ceiling after the scenarios (full runs): the mean of both is what the other ratios use.
   const ceilingRuns = [ceilings];
   if (!args.quick) {
     log('ceiling again, after the scenarios');
-    ceilingRuns.push(await measureCeiling(args.connections, times, postBody));
+    ceilingRuns.push(await measureCeilings(ceiling));
   }
+  await ceiling.stop();
   const mean = (pick: (c: typeof ceilings) => LoadResult): number => ceilingRuns.reduce((sum, c) => sum + pick(c).reqPerSec, 0) / ceilingRuns.length;
   const ceilingPerSec = { GET: mean((c) => c.get), POST: mean((c) => c.post) };
   const judged = judgeRatios(rows, ceilingPerSec);
@@ -269,7 +301,10 @@ async function main(): Promise<void> {
   const report: BenchReport = {
     mode, users: fixtures.users, connections: args.connections, durationS: times.measureS, totalS,
     machine: m, server: serverEnv(dirs, 0, 'warn'),
-    ceilings: { meanPerSec: ceilingPerSec, runs: ceilingRuns, postBodyBytes: Buffer.byteLength(postBody) },
+    ceilings: {
+      meanPerSec: ceilingPerSec, runs: ceilingRuns, postBodyBytes: Buffer.byteLength(postBody),
+      beside: Object.fromEntries(judged.filter((r) => r.ceilingBesidePerSec !== undefined).map((r) => [r.id, r.ceilingBesidePerSec])),
+    },
     scenarios: judged, micro,
   };
   if (args.only.length === 0) writeReport(resultsPath, report);
@@ -280,7 +315,7 @@ async function main(): Promise<void> {
     `${m.cpus} x ${m.model}, ${m.memoryGiB} GiB, Node ${m.node}, Linux ${m.kernel}; ${m.date}; load average before the run ${load1.toFixed(2)}`,
     `${fixtures.users.toLocaleString('en-US')} users; ${args.connections} connections; ${times.measureS} s per scenario (C: ${times.argon2MeasureS} s) after ${times.warmS} s of warm-up; ` +
       `ceiling GET ${ceilingRuns.map((c) => perSec(c.get.reqPerSec)).join(' then ')}, POST ${ceilingRuns.map((c) => perSec(c.post.reqPerSec)).join(' then ')}` +
-      `${ceilingRuns.length > 1 ? ' (ratios use the mean)' : ''}`,
+      `${ceilingRuns.length > 1 ? ' (ratios use the mean' : ''}${besideNote(ceilingRuns.length > 1, besideList(judged))}`,
     '',
     scenarioTable(judged),
     '',
