@@ -226,8 +226,8 @@ async function main(): Promise<void> {
   log(`search index answering fast ${(searchReadyMs / 1000).toFixed(1)} s after /health OK (${((spawnToHealthyMs + searchReadyMs) / 1000).toFixed(1)} s after spawn)`);
   // Order matters: E's writes give H something to snapshot; C last, because the argon2 jobs of its overflow
   // run keep the workers busy for seconds after it ends, which would take the CPU from whatever came next.
-  // A, B and D are judged by their ratio: each against a ceiling of its method measured just before it
-  // (besideCeiling), so that a machine whose neighbours come and go shows the same weather in both.
+  // A, B and D are judged by their ratio: each against a ceiling of its method measured just before it,
+  // so that on a machine whose neighbours come and go both meet the same weather, as nearly as can be.
   const plan: Array<[string, string, () => Promise<ScenarioResult | ScenarioResult[]>, Method?]> = [
     ['0', 'GET /health', () => auth.health(ctx)],
     ['A', 'POST /authenticate, apikey', () => auth.apikeyAuthenticate(ctx), 'POST'],

@@ -78,9 +78,9 @@ export interface BenchReport {
 /**
  * Ratios against the ceiling measured beside the scenario where there is one, else against the mean of the
  * run's ceiling measurements (at its start and, in a full run, at its end). A ceiling measured minutes away
- * can meet other weather on a shared machine: in one run the first POST ceiling fell to 53,511/s against
- * 70,000-77,000/s undisturbed, and A's ratio read 0.65 where it was ~0.52. Rows judged by their ratio get
- * their verdict here; row.verdict then holds only what follows it.
+ * can meet other weather on a shared machine (in one run the first POST ceiling fell to 53,511/s against
+ * 70,000-77,000/s undisturbed); one measured just before meets the scenario's, as nearly as can be. Rows
+ * judged by their ratio get their verdict here; row.verdict then holds only what follows it.
  */
 export function judgeRatios(rows: readonly ScenarioResult[], ceilingPerSec: Readonly<Record<'GET' | 'POST', number>>): ScenarioResult[] {
   return rows.map((row) => {

@@ -90,7 +90,7 @@ export const verifyCacheTtlMsDefault = 60_000;
 export const verifyCacheEntriesMax = 100_000;
 
 // Callers recognised by their Authorization header (src/auth/known-callers.ts)
-/** The full caller check runs again after this long: it renews the pair's standing with the limiter. */
+/** The full check of a known caller, or of a recognised POST /authenticate, runs again after this long: it renews the pair's standing with the limiter. */
 export const knownCallerTtlMs = 1_000;
 /** Distinct (Authorization header, peer) pairs remembered; the oldest goes first. */
 export const knownCallersMax = 10_000;
