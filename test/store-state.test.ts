@@ -7,6 +7,7 @@ import { DomainError } from '../src/domain/errors.js';
 import * as decide from '../src/store/decide.js';
 import type { DecideContext, Decision } from '../src/store/decide.js';
 import { State } from '../src/store/state.js';
+import { undoOps } from '../src/service/undo.js';
 import { prng } from './helpers/prng.js';
 
 
@@ -273,4 +274,23 @@ test('every update moves modified_at and keeps created_at', () => {
   const updated = h.commit((s, c) => decide.updateApplication(s, app.id, { description: 'd' }, c));
   assert.equal(updated.createdAt, app.createdAt);
   assert.ok(updated.modifiedAt > app.modifiedAt);
+});
+
+test('version moves on with every op applied, and an undo, applied under the seq it cut back, moves it on too', () => {
+  const h = new Harness();
+  boot(h);
+  const app = h.commit((s, c) => decide.createApplication(s, { name: 'a' }, c));
+  const before = h.state.user(h.commit((s, c) => decide.createUser(s, { email: 'v@y.io', passwordHash: 'h1', applications: [app.id] }, c)).id)!;
+  const version = h.state.version;
+  const seq = h.state.lastSeq;
+  const ops = decide.updateUser(h.state, before.id, { passwordHash: 'h2' }, h.ctx()).ops;
+  const undo = undoOps(h.state, ops);
+  h.state.apply({ seq: seq + 1, at: 1, ops });
+  assert.equal(h.state.version, version + ops.length);
+  assert.notEqual(h.state.user(before.id), before);
+  // The write failed and was cut back: the old User comes back, lastSeq goes back, the version does not.
+  h.state.apply({ seq, at: 1, ops: undo });
+  assert.equal(h.state.user(before.id), before);
+  assert.equal(h.state.lastSeq, seq);
+  assert.equal(h.state.version, version + ops.length + undo.length);
 });

@@ -95,6 +95,8 @@ export class State {
 
   /** Changes to Applications, Groups and Organizations so far: what a rendering of a User shows of them (see catalogVersion). */
   private catalogChanges = 0;
+  /** Ops applied so far, an undo's included: never goes back, unlike lastSeq after a cut-back write (see version). */
+  private opsApplied = 0;
   private readonly applications = new Map<string, Application>();
   private readonly groups = new Map<string, Group>();
   private readonly organizations = new Map<string, Organization>();
@@ -127,6 +129,7 @@ export class State {
   }
 
   private applyOp(op: Op): void {
+    this.opsApplied++;
     if (op.op === 'del') {
       switch (op.kind) {
         case 'application': return this.deleteApplication(op.id);
@@ -371,6 +374,14 @@ export class State {
    */
   get catalogVersion(): number {
     return this.catalogChanges;
+  }
+
+  /**
+   * Moves on with every op applied once the load has ended (a snapshot section cannot be loaded after it):
+   * while it has not moved, every entity object found current at that number is current still.
+   */
+  get version(): number {
+    return this.opsApplied;
   }
 
   // ---- derived indexes built after a load, a step per event-loop turn (src/main.ts drives them) ----
