@@ -203,25 +203,19 @@ test('a failed authentication is never remembered; a recognised one is refused a
     };
     const ok = async (res: Promise<{ status: number }>): Promise<void> => assert.equal((await res).status, 200);
 
-    await passes(body('apikey'), '10.0.0.1');
-    await ok(app.put(`/users/user/${userId}/apikey/${keyId}`, { status: 'DISABLED' }));
-    await refused(body('apikey'), '10.0.0.1');
-    await ok(app.put(`/users/user/${userId}/apikey/${keyId}`, { status: 'ENABLED' }));
-
-    await passes(body('username'), '10.0.0.1');
-    await ok(app.put(`/users/user/${userId}`, { password: 'end-password-2' }));
-    await refused(body('username'), '10.0.0.1');
-    await ok(app.put(`/users/user/${userId}`, { password: 'end-password-1' }));
-
-    await passes(body('apikey'), '10.0.0.1');
-    await ok(app.put(`/applications/application/${appId}`, { status: 'DISABLED' }));
-    await refused(body('apikey'), '10.0.0.1');
-    await ok(app.put(`/applications/application/${appId}`, { status: 'ENABLED' }));
-
-    await passes(body('apikey'), '10.0.0.1');
-    await ok(app.put(`/users/user/${userId}`, { status: 'DISABLED' }));
-    await refused(body('apikey'), '10.0.0.1');
-    await ok(app.put(`/users/user/${userId}`, { status: 'ENABLED' }));
+    // Each change refuses the remembered success at once; undoing it lets the credential pass again.
+    const changes: Array<[kind: 'apikey' | 'username', path: string, change: object, undo: object]> = [
+      ['apikey', `/users/user/${userId}/apikey/${keyId}`, { status: 'DISABLED' }, { status: 'ENABLED' }],
+      ['username', `/users/user/${userId}`, { password: 'end-password-2' }, { password: 'end-password-1' }],
+      ['apikey', `/applications/application/${appId}`, { status: 'DISABLED' }, { status: 'ENABLED' }],
+      ['apikey', `/users/user/${userId}`, { status: 'DISABLED' }, { status: 'ENABLED' }],
+    ];
+    for (const [kind, path, change, undo] of changes) {
+      await passes(body(kind), '10.0.0.1');
+      await ok(app.put(path, change));
+      await refused(body(kind), '10.0.0.1');
+      await ok(app.put(path, undo));
+    }
 
     // Three failures from the end user's address lock it out (addressFailureFactor 3): its remembered success with them.
     await passes(body('apikey', '198.51.100.4'), '10.0.0.1');

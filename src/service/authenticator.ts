@@ -248,15 +248,16 @@ export class Authenticator {
     const application = this.state.application(applicationId);
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, application);
     const user = why === undefined ? checked.user : undefined;
-    const entry = {
+    // Made once: written now, and kept for the repeats a success may have (recognised()).
+    const line = this.guard.audit.prepare({
       action: 'authenticate', targets: targetsOf(type, username, checked.userId, applicationId),
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
-    };
-    this.guard.audit.record({ ...entry, caller: context.caller ?? null });
+    });
+    this.guard.audit.recordPrepared(line, context.caller ?? null);
     if (user !== undefined && application !== undefined && checked.ticket !== undefined && context.request !== undefined && context.peer !== undefined) {
       const key = this.knownAttempts.keyOfRequest(context.request, context.peer);
       if (key !== undefined) {
-        this.knownAttempts.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line: this.guard.audit.prepare(entry) });
+        this.knownAttempts.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line });
       }
     }
     return checked === shed ? overloaded : user;
