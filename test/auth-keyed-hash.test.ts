@@ -1,7 +1,7 @@
 // Pins KeyedHash to RFC 2104 HMAC-SHA256 as node:crypto computes it, for every key length and message the service can give it, and shows it keeps neither key nor message in view.
 
 import assert from 'node:assert/strict';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { inspect } from 'node:util';
 import { KeyedHash } from '../src/auth/keyed-hash.js';
@@ -33,6 +33,24 @@ test('with bytes after the message: equals createHmac over both, in the reused b
     }
   }
   assert.equal(keyed.mac('after'), createHmac('sha256', key).update('after').digest('binary'), 'nothing of the bytes stays behind');
+});
+
+test('digest is HMAC\'s inner hash: SHA-256 over the key XOR ipad, the message and the bytes; a different text never gives the same digest', () => {
+  const key = randomBytes(32);
+  const keyed = new KeyedHash(key);
+  const innerPad = Buffer.alloc(64, 0x36);
+  for (let i = 0; i < key.length; i++) innerPad[i]! ^= key[i]!;
+  const seen = new Set<string>();
+  for (const message of messages) {
+    for (const tail of [undefined, Buffer.from('{"type":"apikey"}'), randomBytes(keyedHashMessageBytesMax)]) {
+      const expected = createHash('sha256').update(innerPad).update(message, 'utf8').update(tail ?? new Uint8Array(0)).digest('binary');
+      const digest = keyed.digest(message, tail);
+      assert.equal(digest, expected, `message of ${message.length} chars, ${tail?.length ?? 0} bytes after`);
+      assert.ok(!seen.has(digest));
+      seen.add(digest);
+    }
+  }
+  assert.equal(keyed.mac('after'), createHmac('sha256', key).update('after').digest('binary'), 'mac still rests on the same pads');
 });
 
 test('the key can be wiped after construction, and neither it nor the last message shows in inspect or JSON', () => {

@@ -7,7 +7,7 @@ import { HashPool } from '../src/auth/hash-pool.js';
 import type { Ticket } from '../src/auth/limiter.js';
 import type { User } from '../src/domain/entities.js';
 import type { AuditEntry } from '../src/service/audit.js';
-import { InProcessApp, resultOf } from './helpers/fault-app.js';
+import { appAdminEmail, appAdminPassword, InProcessApp, resultOf } from './helpers/fault-app.js';
 import { PowerLossStorage } from './helpers/fault-storage.js';
 
 let pool: HashPool;
@@ -34,6 +34,9 @@ async function openApp(addressFailureFactor = 100, audit?: (entry: AuditEntry) =
 function basic(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
 }
+
+/** The header InProcessApp's requests carry unless told otherwise. */
+const admin = basic(appAdminEmail, appAdminPassword);
 
 /** An admin in the base Application, with a password. */
 async function addAdmin(app: InProcessApp, email: string, password: string): Promise<string> {
@@ -73,6 +76,29 @@ test('KnownCallers: keyed by header and peer together, never holding the header;
   for (const peer of ['a', 'b', 'c']) known.remember(known.key(header, peer)!, { user, byPassword: true, ticket });
   assert.equal(known.size, 2);
   assert.equal(known.get(known.key(header, 'a')!), undefined, 'the oldest went first');
+});
+
+test('KnownCallers: a request is keyed by its body, header and peer together; an entry resting on another expires with it', () => {
+  let now = 1_000;
+  const known = new KnownCallers({ ttlMs: 1_000, entriesMax: 10, now: () => now });
+  const body = Buffer.from('{"type":"apikey"}');
+  const header = basic('ops@example.com', 'ops-password-1');
+  const key = known.keyOfRequest(body, header, '192.0.2.1')!;
+  assert.equal(known.keyOfRequest(body, header, '192.0.2.1'), key);
+  for (const other of [
+    known.keyOfRequest(body, basic('ops@example.com', 'ops-password-2'), '192.0.2.1'), known.keyOfRequest(body, header, '192.0.2.2'),
+    known.keyOfRequest(Buffer.from('{"type":"apikey" }'), header, '192.0.2.1'), known.keyOfRequest(body, `${header}\u00000`, '192.0.2.1'),
+  ]) assert.ok(other !== undefined && other !== key);
+  assert.equal(known.keyOfRequest(body, '', '192.0.2.1'), undefined, 'no header');
+  assert.equal(known.keyOfRequest(body, `Basic ${'A'.repeat(9000)}`, '192.0.2.1'), undefined, 'a header longer than Basic credentials may be');
+  assert.equal(known.keyOfRequest(Buffer.alloc(0), header, '192.0.2.1'), undefined, 'no body');
+  const entry = { user: { id: 'u1' } as User, byPassword: false, ticket: {} as Ticket };
+  known.remember(key, entry, now + 300);
+  assert.equal(known.held(key)?.expiresAtMs, 1_300);
+  now += 300;
+  assert.equal(known.get(key), undefined, 'gone with the entry it rested on');
+  known.remember(key, entry, now + 5_000);
+  assert.equal(known.held(key)?.expiresAtMs, now + 1_000, 'never past its own TTL');
 });
 
 test('a caller that passed is known by its header from the same peer only, and callers of it are answered alike', async () => {
@@ -147,8 +173,10 @@ async function endUser(app: InProcessApp): Promise<{ appId: string; userId: stri
 }
 
 /** POST /authenticate with these exact bytes from peer: whether it authenticated, and the answer without its elapsed time. */
-async function authenticateRaw(app: InProcessApp, raw: Uint8Array, peer: string, contentType = 'application/json'): Promise<{ status: number; authenticated: boolean | undefined; text: string }> {
-  const res = await app.request('POST', '/authenticate', { raw, remoteAddress: peer, contentType });
+async function authenticateRaw(
+  app: InProcessApp, raw: Uint8Array, peer: string, contentType = 'application/json', auth = admin,
+): Promise<{ status: number; authenticated: boolean | undefined; text: string }> {
+  const res = await app.request('POST', '/authenticate', { raw, remoteAddress: peer, contentType, auth });
   const result = (res.json as { service?: { result?: { authenticated?: boolean } } }).service?.result;
   return { status: res.status, authenticated: result?.authenticated, text: res.body.replace(/"elapsed":[0-9.]+/, '') };
 }
@@ -161,11 +189,12 @@ test('an authentication that passed is recognised by its exact body from the sam
     for (const kind of ['apikey', 'username'] as const) {
       entries.length = 0;
       const raw = body(kind);
-      assert.equal(app.authenticator.recognised(raw, '10.0.0.1', undefined), undefined, 'not before a check has passed');
+      assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.1'), undefined, 'not before a check has passed');
       const first = await authenticateRaw(app, raw, '10.0.0.1');
       assert.equal(first.authenticated, true);
-      assert.equal(app.authenticator.recognised(raw, '10.0.0.2', undefined), undefined, 'another peer takes the full check');
-      assert.equal(app.authenticator.recognised(body(kind, '203.0.113.8'), '10.0.0.1', undefined), undefined, 'another body too');
+      assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.2'), undefined, 'another peer takes the full check');
+      assert.equal(app.authenticator.recognised(raw, basic(appAdminEmail, 'not-the-admin-password'), '10.0.0.1'), undefined, 'another caller header too');
+      assert.equal(app.authenticator.recognised(body(kind, '203.0.113.8'), admin, '10.0.0.1'), undefined, 'another body too');
       const second = await authenticateRaw(app, raw, '10.0.0.1');
       assert.equal(second.text, first.text);
       const targets = kind === 'apikey' ? { application: appId, user: userId, apikey: keyId } : { application: appId, user: userId };
@@ -174,7 +203,7 @@ test('an authentication that passed is recognised by its exact body from the sam
         [caller, targets, 'success', '203.0.113.7', '10.0.0.1'],
         [caller, targets, 'success', '203.0.113.7', '10.0.0.1'],
       ]);
-      assert.equal(app.authenticator.recognised(raw, '10.0.0.1', undefined)?.user.id, userId, 'the second answer came from the remembered one');
+      assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.1')?.user.id, userId, 'the second answer came from the remembered one');
       const metrics = (await app.get('/metrics')).body;
       assert.match(metrics, new RegExp(`authd_authentications_total\\{type="${kind}",result="success"\\} 2\\n`), 'both answers counted, the recognised one too');
     }
@@ -191,14 +220,14 @@ test('a failed authentication is never remembered; a recognised one is refused a
     const { appId, userId, keyId, body } = await endUser(app);
     const wrong = Buffer.from(new TextDecoder().decode(body('apikey')).replace(/"password":"[^"]+"/, '"password":"not-the-secret-at-all-000000000000000000"'));
     assert.equal((await authenticateRaw(app, wrong, '10.0.0.1')).authenticated, false);
-    assert.equal(app.authenticator.recognised(wrong, '10.0.0.1', undefined), undefined);
+    assert.equal(app.authenticator.recognised(wrong, admin, '10.0.0.1'), undefined);
 
     const passes = async (raw: Uint8Array, peer: string): Promise<void> => {
       assert.equal((await authenticateRaw(app, raw, peer)).authenticated, true);
-      assert.ok(app.authenticator.recognised(raw, peer, undefined) !== undefined);
+      assert.ok(app.authenticator.recognised(raw, admin, peer) !== undefined);
     };
     const refused = async (raw: Uint8Array, peer: string): Promise<void> => {
-      assert.equal(app.authenticator.recognised(raw, peer, undefined), undefined);
+      assert.equal(app.authenticator.recognised(raw, admin, peer), undefined);
       assert.equal((await authenticateRaw(app, raw, peer)).authenticated, false);
     };
     const ok = async (res: Promise<{ status: number }>): Promise<void> => assert.equal((await res).status, 200);
@@ -225,6 +254,16 @@ test('a failed authentication is never remembered; a recognised one is refused a
     }
     await refused(body('apikey', '198.51.100.4'), '10.0.0.1');
     await passes(body('apikey', '198.51.100.5'), '10.0.0.1');
+
+    // The caller's own credentials are recognised with the body: a caller DISABLED is refused at once.
+    const opsId = await addAdmin(app, 'ops@example.com', 'ops-password-1');
+    const ops = basic('ops@example.com', 'ops-password-1');
+    const raw = body('apikey', '198.51.100.6');
+    assert.equal((await authenticateRaw(app, raw, '10.0.0.1', 'application/json', ops)).authenticated, true);
+    assert.ok(app.authenticator.recognised(raw, ops, '10.0.0.1') !== undefined);
+    await ok(app.put(`/users/user/${opsId}`, { status: 'DISABLED' }));
+    assert.equal(app.authenticator.recognised(raw, ops, '10.0.0.1'), undefined);
+    assert.equal((await authenticateRaw(app, raw, '10.0.0.1', 'application/json', ops)).status, 401);
   } finally {
     await app.close();
   }

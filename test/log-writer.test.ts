@@ -5,13 +5,14 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { logBatchChars, logFlushMs } from '../src/config/limits.js';
+import { logBatchBytes, logFlushMs } from '../src/config/limits.js';
 import { Audit, type AuditEntry } from '../src/service/audit.js';
 import { fdOutput, LogWriter } from '../src/service/log-writer.js';
 
 function collector(): { writer: LogWriter; writes: string[]; lines(): Record<string, unknown>[] } {
   const writes: string[] = [];
-  const writer = new LogWriter((text) => writes.push(text));
+  // The bytes are the writer's own buffer, reused after the call: read them now.
+  const writer = new LogWriter((bytes) => writes.push(Buffer.from(bytes).toString('utf8')));
   return {
     writer, writes,
     lines: () => writes.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>),
@@ -54,24 +55,29 @@ test('an audit line reads back as the entry, whatever text its fields hold', asy
   }
 });
 
-test('a prepared entry writes the same line as the whole entry, for any caller', async () => {
+test('a prepared entry, kept or not, writes the same line as the whole entry, for any caller', async () => {
   const { writer, writes } = collector();
   const audit = new Audit(writer);
   const entries: Omit<AuditEntry, 'caller'>[] = [
     { action: 'authenticate', targets: { application: 'a1', user: 'u1', apikey: 'k1' }, outcome: 'success', address: '203.0.113.7', peer: '10.0.0.1' },
-    { action: 'authenticate', targets: { user: 'Zoë "q" \u2028' }, outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
-    { action: 'caller \u202e', targets: {}, outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
+    { action: 'authenticate', targets: { user: 'Zoë "q" \u2028 \u{1f511}' }, outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
+    { action: 'caller \u202e', targets: { lone: 'x\ud800y\udc00' }, outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
   ];
   for (const entry of entries) {
     for (const caller of [null, 'c1', 'bad "caller"\u2029']) {
       audit.record({ ...entry, caller });
       audit.recordPrepared(audit.prepare(entry), caller);
+      audit.recordPrepared(audit.prepare(entry, true), caller);
     }
   }
   await flushed();
   const got = writes.join('').split('\n').filter((l) => l !== '').map((l) => l.replace(/"time":[0-9]+/, ''));
-  assert.equal(got.length, entries.length * 6);
-  for (let i = 0; i < got.length; i += 2) assert.equal(got[i + 1], got[i]);
+  assert.equal(got.length, entries.length * 9);
+  for (let i = 0; i < got.length; i += 3) {
+    assert.equal(got[i + 1], got[i]);
+    assert.equal(got[i + 2], got[i]);
+  }
+  assert.ok(got.some((l) => l.includes('\\ud800')), 'a lone surrogate arrives escaped, kept or not');
 });
 
 test('lines leave together logFlushMs after the first, in the order they were written', async () => {
@@ -92,7 +98,7 @@ test('lines leave together logFlushMs after the first, in the order they were wr
 test('more lines than a batch holds are written more than once, and every line arrives whole and in order', async () => {
   const { writer, writes, lines } = collector();
   const audit = new Audit(writer);
-  const count = Math.ceil((logBatchChars * 3) / 200);
+  const count = Math.ceil((logBatchBytes * 3) / 200);
   for (let i = 0; i < count; i++) {
     if (i % 10 === 0) writer.write(`${JSON.stringify({ msg: 'pino', i, text: 'é'.repeat(50) })}\n`);
     else audit.record({ action: 'authenticate', caller: `caller-${i}`, targets: { user: `user-${i}` }, outcome: 'success', address: '10.0.0.1' });
@@ -105,22 +111,22 @@ test('more lines than a batch holds are written more than once, and every line a
     if (i % 10 === 0) assert.equal(line['i'], i);
     else assert.equal(line['caller'], `caller-${i}`);
   });
-  assert.ok(writes.every((w) => w.length <= logBatchChars), 'a batch never grows past logBatchChars, so fdOutput encodes it in its own buffer');
+  assert.ok(writes.every((w) => Buffer.byteLength(w) <= logBatchBytes), 'a batch never grows past logBatchBytes');
   // A line longer than a whole batch goes out at once, after what came before it.
-  const long = `${JSON.stringify({ msg: 'long', text: 'x'.repeat(logBatchChars) })}\n`;
+  const long = `${JSON.stringify({ msg: 'long', text: 'x'.repeat(logBatchBytes) })}\n`;
   audit.record({ action: 'before', caller: null, targets: {}, outcome: 'success', address: 'a' });
   writer.write(long);
   await flushed();
   assert.deepEqual(lines().slice(-2).map((l) => l['audit'] ?? l['msg']), ['before', 'long']);
 });
 
-test('fdOutput writes every byte to the file descriptor, of short texts and of one longer than its buffer', () => {
+test('fdOutput writes every byte to the file descriptor, of short lines and of one longer than a batch', () => {
   const dir = mkdtempSync(join(tmpdir(), 'authd-log-'));
   try {
     const path = join(dir, 'out.log');
     const fd = openSync(path, 'w');
     const writer = new LogWriter(fdOutput(fd));
-    const text = `${'ab\u00e9\u{1f511}'.repeat(logBatchChars)}\n`;
+    const text = `${'ab\u00e9\u{1f511}'.repeat(logBatchBytes)}\n`;
     writer.write('{"msg":"one"}\n');
     writer.flush();
     writer.write(text);

@@ -97,6 +97,22 @@ test('authentication outcomes: POST /authenticate by type and result, and the Ba
   assert.ok(delta('authd_caller_authentications_total{result="success"}') >= 6);
 });
 
+test('a repeated authentication, recognised without a full check, is counted like the first, its caller\'s check too', async () => {
+  const app = await createApplication(api);
+  const user = await createUser(api, [app.id]);
+  const key = await createApikey(api, user.id);
+  const before = await scrape();
+  for (let i = 0; i < 3; i++) {
+    const answer = await api.client.authenticate({ type: 'apikey', application: app.id, credential: { username: key.id, password: key.secret } });
+    assert.equal(answer.authenticated, true);
+  }
+  const after = await scrape();
+  const delta = (k: string): number => get(after, k) - get(before, k);
+  assert.equal(delta('authd_authentications_total{type="apikey",result="success"}'), 3);
+  // Three calls and the second scrape, each with the admin's credentials.
+  assert.equal(delta('authd_caller_authentications_total{result="success"}'), 4);
+});
+
 test('entity counts, hash queue, log and snapshot figures', async () => {
   await baseApplicationId(api);
   await createApplication(api);

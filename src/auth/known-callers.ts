@@ -1,4 +1,4 @@
-// Credentials recognised by the exact text they came in (an admin call's Authorization header, a POST /authenticate body) and the TCP peer, after a full check passed: a keyed hash and a lookup.
+// Credentials recognised by the exact text they came in (an admin call's Authorization header; a POST /authenticate body with that header) and the TCP peer, after a full check passed: a keyed hash and a lookup.
 //
 // An admin tool or a client application sends the same Basic credentials with every call. The full
 // check (src/service/authenticator.ts) parses them, finds the User, asks the brute-force limiter, matches
@@ -13,8 +13,10 @@
 // verify cache on every hit). The peer is part of the key: the same credentials from another address
 // take the full way and meet the limiter there.
 //
-// POST /authenticate is remembered the same way by its exact body (credential, Application, ip_address)
-// and peer, with the Application it passed against too (keyOfRequest; see Authenticator.recognised).
+// POST /authenticate is remembered the same way by its exact body (credential, Application, ip_address),
+// the caller's Authorization header and the peer, with the Application it passed against and the caller's
+// own entry (keyOfRequest; see Authenticator.recognised): one keyed hash recognises both credentials.
+// Such an entry never outlives its caller's (remember's notAfterMs).
 
 import { authorizationHeaderBytesMax, knownRequestBytesMax } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
@@ -57,30 +59,42 @@ export class KnownCallers<E extends KnownCaller = KnownCaller> {
   key(authorization: string, peer: string): string | undefined {
     if (authorization === '' || authorization.length > authorizationHeaderBytesMax) return undefined;
     // A peer address never holds a NUL, so the pair is encoded unambiguously.
-    return this.#keyed.mac(`${peer}\u0000${authorization}`);
+    return this.#keyed.digest(`${peer}\u0000${authorization}`);
   }
 
-  /** The same for a request's exact body from a peer (POST /authenticate carries its credentials there); undefined past knownRequestBytesMax. */
-  keyOfRequest(body: Uint8Array, peer: string): string | undefined {
+  /**
+   * The same for a request's exact body with the Authorization header it came with, from a peer (POST
+   * /authenticate carries its credentials in the body, the caller's in the header); undefined without a
+   * header, or past the lengths either is let be. The header's length goes first, so the pair of texts
+   * is encoded unambiguously.
+   */
+  keyOfRequest(body: Uint8Array, authorization: string, peer: string): string | undefined {
     if (body.length === 0 || body.length > knownRequestBytesMax) return undefined;
-    return this.#keyed.mac(`${peer}\u0000`, body);
+    if (authorization === '' || authorization.length > authorizationHeaderBytesMax) return undefined;
+    return this.#keyed.digest(`${peer}\u0000${authorization.length}\u0000${authorization}`, body);
   }
 
   /** The unexpired entry under key; an expired one is dropped. */
   get(key: string): E | undefined {
+    return this.held(key)?.entry;
+  }
+
+  /** The same, with when it expires. */
+  held(key: string): { readonly entry: E; readonly expiresAtMs: number } | undefined {
     const held = this.#entries.get(key);
     if (held === undefined) return undefined;
     if (this.#now() >= held.expiresAtMs) {
       this.#entries.delete(key);
       return undefined;
     }
-    return held.entry;
+    return held;
   }
 
-  remember(key: string, entry: E): void {
+  /** Kept for the TTL, or until notAfterMs if that comes first (an entry that rests on another one). */
+  remember(key: string, entry: E, notAfterMs = Infinity): void {
     if (this.#entriesMax === 0 || this.#ttlMs === 0) return;
     this.#entries.delete(key);
-    this.#entries.set(key, { entry, expiresAtMs: this.#now() + this.#ttlMs });
+    this.#entries.set(key, { entry, expiresAtMs: Math.min(this.#now() + this.#ttlMs, notAfterMs) });
     if (this.#entries.size > this.#entriesMax) this.#entries.delete(this.#entries.keys().next().value!);
   }
 

@@ -76,8 +76,8 @@ export const bruteForceKeyCharsMax = 256;
 export const auditFieldCharsMax = 128;
 /** Log lines wait at most this long to be written, together with the others of that time. */
 export const logFlushMs = 5;
-/** ...or until this much text waits (at ~35,000 authentications a second, about logFlushMs worth of audit lines). */
-export const logBatchChars = 64 * 1024;
+/** ...or until this much waits, as UTF-8 (at ~35,000 authentications a second, about logFlushMs worth of audit lines). */
+export const logBatchBytes = 64 * 1024;
 /** A log output that is a full non-blocking pipe is tried again after this. */
 export const logBusyRetryMs = 10;
 

@@ -71,10 +71,11 @@ export interface RouteSpec {
   /** false for a POST that changes nothing and audits itself (POST /authenticate). */
   readonly mutation?: false;
   /**
-   * Answers a request it recognises by its JSON body's exact bytes before they are parsed (POST /authenticate
-   * with credentials that passed lately), else undefined and the handler runs as usual.
+   * Answers a request it recognises by its Authorization header and its JSON body's exact bytes, before the
+   * caller check and the parse (POST /authenticate from a caller, with credentials, that passed lately),
+   * else undefined and the request takes the usual way. Only for a route that audits itself (`mutation: false`).
    */
-  readonly recognise?: (req: HttpRequest & { readonly body: Buffer }, caller: User | undefined) => RouteResult | undefined;
+  readonly recognise?: (req: HttpRequest & { readonly body: Buffer }) => RouteResult | undefined;
 }
 
 export interface PipelineDeps {
@@ -208,8 +209,7 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     if (caller instanceof OverloadedError) return failed(req, route, params, key, undefined, caller);
     try {
       if (route.public !== true && caller === undefined) throw new DomainError('unauthorized');
-      const known = route.recognise !== undefined && hasJsonBody(req) ? route.recognise(req, caller) : undefined;
-      const out = known ?? route.handler({ params, query: req.query, body: parseBody(req), caller, req });
+      const out = route.handler({ params, query: req.query, body: parseBody(req), caller, req });
       return out instanceof Promise
         ? out.then((o) => respond(req, route, params, key, caller, o), (err: unknown) => failed(req, route, params, key, caller, err))
         : respond(req, route, params, key, caller, out);
@@ -222,6 +222,8 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
   const run = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string): Reply | Promise<Reply> => {
     if (route.public === true) return handle(req, route, params, key, undefined);
     try {
+      const recognised = route.recognise !== undefined && hasJsonBody(req) ? route.recognise(req) : undefined;
+      if (recognised !== undefined) return respond(req, route, params, key, undefined, recognised);
       const known = deps.knownCaller?.(req.authorization, req.remoteAddress);
       if (known !== undefined) return handle(req, route, params, key, known);
       const credentials = parseBasicAuth(req.authorization === '' ? undefined : req.authorization);

@@ -23,9 +23,12 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
     {
       // Changes nothing; the Authenticator writes its audit line (with the end user's outcome).
       method: 'POST', pattern: '/authenticate', mutation: false,
-      recognise: (req, caller) => {
-        const known = authenticator.recognised(req.body, req.remoteAddress, caller?.id);
-        return known === undefined ? undefined : succeeded(known.user, known.byPassword ? 'username' : 'apikey');
+      recognise: (req) => {
+        const known = authenticator.recognised(req.body, req.authorization, req.remoteAddress);
+        if (known === undefined) return undefined;
+        // The caller's credentials were recognised with the body: counted as the check they stand for.
+        metrics.callerChecked(true);
+        return succeeded(known.user, known.byPassword ? 'username' : 'apikey');
       },
       handler: ({ body, req, caller }) => {
         const input = authenticate.parse(body, 'body');
@@ -45,7 +48,7 @@ export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDe
         };
         const user = authenticator.authenticate(
           input.application!, type, credential.username!, credential.password!,
-          { address, peer: req.remoteAddress, caller: caller?.id, request: req.body },
+          { address, peer: req.remoteAddress, caller: caller?.id, request: req.body, authorization: req.authorization },
         );
         return whenReady(user, answer);
       },
