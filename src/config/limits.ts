@@ -94,7 +94,7 @@ export const verifyCacheEntriesMax = 100_000;
 export const knownCallerTtlMs = 1_000;
 /** Distinct (Authorization header, peer) pairs remembered; the oldest goes first. */
 export const knownCallersMax = 10_000;
-/** Distinct (POST /authenticate body, peer) pairs remembered (src/service/authenticator.ts); the oldest goes first. */
+/** Distinct (POST /authenticate body, Authorization header, peer) triples remembered (src/service/authenticator.ts); the oldest goes first. */
 export const knownAttemptsMax = 50_000;
 /** A body longer than this is never remembered (an authentication's body is a few hundred bytes). */
 export const knownRequestBytesMax = 4 * 1024;

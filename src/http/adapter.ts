@@ -21,13 +21,18 @@ export interface HttpRequest {
 /**
  * A body's text, whole or in pieces that are sent one after another. Pieces are encoded one by one, never
  * joined first: joining a large cached piece (a rendered User) with its envelope copied it into a new
- * string on every reply, a fifth of what an authentication allocated (measured, heap sampling).
+ * string on every reply, a fifth of what an authentication allocated (measured, heap sampling). A piece
+ * may be UTF-8 already (a rendering kept as bytes, Renderer.userFullBytes): it is copied, not encoded.
  */
-export type BodyText = string | readonly string[];
+export type BodyPiece = string | Uint8Array;
+export type BodyText = string | readonly BodyPiece[];
 
 /** The text of a body as one string (for tests and the rare reply that is too long for the encode buffer). */
 export function joined(text: BodyText): string {
-  return typeof text === 'string' ? text : text.join('');
+  if (typeof text === 'string') return text;
+  let out = '';
+  for (const piece of text) out += typeof piece === 'string' ? piece : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('utf8');
+  return out;
 }
 
 export interface Reply {
@@ -89,13 +94,19 @@ const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
 
 /** The body as bytes in replyScratch (valid until the next call), or as one string when it may not fit. */
 function encodedBody(body: BodyText): string | Buffer {
-  const pieces = typeof body === 'string' ? [body] : body;
-  let length = 0;
-  for (const piece of pieces) length += piece.length;
+  if (typeof body === 'string') return body.length * 3 > replyEncodeBytesMax ? body : replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
   // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
-  if (length * 3 > replyEncodeBytesMax) return joined(body);
+  let bytesMax = 0;
+  for (const piece of body) bytesMax += typeof piece === 'string' ? piece.length * 3 : piece.byteLength;
+  if (bytesMax > replyEncodeBytesMax) return joined(body);
   let end = 0;
-  for (const piece of pieces) end += replyScratch.write(piece, end, 'utf8');
+  for (const piece of body) {
+    if (typeof piece === 'string') end += replyScratch.write(piece, end, 'utf8');
+    else {
+      replyScratch.set(piece, end);
+      end += piece.byteLength;
+    }
+  }
   return replyScratch.subarray(0, end);
 }
 

@@ -4,7 +4,7 @@ import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
 import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
-import { joined, type BodyText, type HttpRequest, type Reply } from './adapter.js';
+import { joined, type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
 import { Router, type Method } from './router.js';
 import type { AuditEntry } from '../service/audit.js';
 
@@ -99,8 +99,8 @@ function elapsedSeconds(req: HttpRequest): string {
 }
 
 /** The envelope around a result, as pieces: the result's own pieces are not copied into a new string (see BodyText). */
-export function envelope(req: HttpRequest, result: BodyText): readonly string[] {
-  const pieces = ['{"service":{"result":'];
+export function envelope(req: HttpRequest, result: BodyText): readonly BodyPiece[] {
+  const pieces: BodyPiece[] = ['{"service":{"result":'];
   if (typeof result === 'string') pieces.push(result);
   else for (const piece of result) pieces.push(piece);
   pieces.push(`,"elapsed":${elapsedSeconds(req)}}}`);

@@ -10,7 +10,7 @@ import type { State } from '../store/state.js';
  * checkedAt: the State's catalogVersion when deps were last found current; while it has not moved, they
  * still are, and a hit asks nothing else (no lookup per Application, Group and Organization per reply).
  */
-type FullUserCache = { readonly json: string; readonly deps: readonly unknown[]; checkedAt: number };
+type FullUserCache = { readonly json: string; bytes: Buffer | undefined; readonly deps: readonly unknown[]; checkedAt: number };
 
 export class Renderer {
   private readonly applicationJson = new WeakMap<Application, string>();
@@ -93,13 +93,28 @@ export class Renderer {
    * `remember` false renders without caching (a full listing touches every user once).
    */
   userFull(user: User, remember = true): string {
+    return this.fullUser(user, remember).json;
+  }
+
+  /**
+   * The same as UTF-8, kept with the text once asked for: the answers of POST /authenticate and GET of a
+   * User, sent again and again, are then copied instead of encoded (~1 us for the ~2 KB of a User with
+   * two Applications and two Groups, ~4% of a recognised authentication, perf).
+   */
+  userFullBytes(user: User): Buffer {
+    const rendered = this.fullUser(user, true);
+    rendered.bytes ??= Buffer.from(rendered.json, 'utf8');
+    return rendered.bytes;
+  }
+
+  private fullUser(user: User, remember: boolean): FullUserCache {
     const cached = this.userFullJson.get(user);
     if (cached !== undefined) {
       const version = this.state.catalogVersion;
-      if (cached.checkedAt === version) return cached.json;
+      if (cached.checkedAt === version) return cached;
       if (this.depsCurrent(user, cached.deps)) {
         cached.checkedAt = version;
-        return cached.json;
+        return cached;
       }
     }
     const checkedAt = this.state.catalogVersion;
@@ -114,11 +129,12 @@ export class Renderer {
       `,"applications":[${apps.filter((a) => a !== undefined).map((a) => this.application(a)).join(',')}]` +
       `,"groups":[${groups.filter((g) => g !== undefined).map((g) => this.group(g)).join(',')}]` +
       `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+    const rendered: FullUserCache = { json, bytes: undefined, deps, checkedAt };
     if (remember) {
       if (this.userFullJson.size >= renderedUsersCachedMax) this.userFullJson.delete(this.userFullJson.keys().next().value!);
-      this.userFullJson.set(user, { json, deps, checkedAt });
+      this.userFullJson.set(user, rendered);
     }
-    return json;
+    return rendered;
   }
 
   /** Whether the Applications, Groups and Organization a cached rendering used are still the current objects (no allocation: a hit is the hot path). */

@@ -8,6 +8,7 @@ import type { Committer } from '../../service/committer.js';
 import { isWellFormedId } from '../../store/ids.js';
 import type { State } from '../../store/state.js';
 import type { SnapshotWritten } from '../../persist/snapshot.js';
+import type { BodyPiece } from '../adapter.js';
 import type { Metrics } from '../metrics.js';
 import type { Renderer } from '../render.js';
 
@@ -30,7 +31,7 @@ export function pathId(params: Readonly<Record<string, string>>, name: string): 
 }
 
 /** `{"<key>":<json>}` in pieces, so a large cached json is not copied into a new string (BodyText, src/http/adapter.ts). */
-export function keyed(key: string, json: string): readonly string[] {
+export function keyed(key: string, json: BodyPiece): readonly BodyPiece[] {
   return [`{"${key}":`, json, '}'];
 }
 

@@ -101,7 +101,7 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
     },
     {
       method: 'GET', pattern: '/users/user/:userid',
-      handler: ({ params }) => ({ result: keyed('user', renderer.userFull(decide.mustUser(state, pathId(params, 'userid')))) }),
+      handler: ({ params }) => ({ result: keyed('user', renderer.userFullBytes(decide.mustUser(state, pathId(params, 'userid')))) }),
     },
     {
       method: 'PUT', pattern: '/users/user/:userid',
