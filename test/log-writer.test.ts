@@ -55,7 +55,7 @@ test('an audit line reads back as the entry, whatever text its fields hold', asy
   }
 });
 
-test('a prepared entry, kept or not, writes the same line as the whole entry, for any caller', async () => {
+test('a prepared entry, kept (as bytes) or not, writes the same line as the whole entry, for any caller', async () => {
   const { writer, writes } = collector();
   const audit = new Audit(writer);
   const entries: Omit<AuditEntry, 'caller'>[] = [
@@ -67,17 +67,37 @@ test('a prepared entry, kept or not, writes the same line as the whole entry, fo
     for (const caller of [null, 'c1', 'bad "caller"\u2029']) {
       audit.record({ ...entry, caller });
       audit.recordPrepared(audit.prepare(entry), caller);
-      audit.recordPrepared(audit.prepare(entry, true), caller);
+      audit.recordPrepared(audit.prepare(entry, { caller }), caller);
+      // Kept for another caller: written as text, with this one.
+      audit.recordPrepared(audit.prepare(entry, { caller: 'someone else' }), caller);
     }
   }
   await flushed();
   const got = writes.join('').split('\n').filter((l) => l !== '').map((l) => l.replace(/"time":[0-9]+/, ''));
-  assert.equal(got.length, entries.length * 9);
-  for (let i = 0; i < got.length; i += 3) {
-    assert.equal(got[i + 1], got[i]);
-    assert.equal(got[i + 2], got[i]);
+  assert.equal(got.length, entries.length * 12);
+  for (let i = 0; i < got.length; i += 4) {
+    for (let j = 1; j < 4; j++) assert.equal(got[i + j], got[i]);
   }
   assert.ok(got.some((l) => l.includes('\\ud800')), 'a lone surrogate arrives escaped, kept or not');
+});
+
+test('a kept line carries its own time, whatever its digits', async () => {
+  const { writer, lines } = collector();
+  const audit = new Audit(writer);
+  const prepared = audit.prepare({ action: 'authenticate', targets: { user: 'u1' }, outcome: 'success', address: '10.0.0.1' }, { caller: 'c1' });
+  const times = [0, 7, 10, 99, 100, 1_000_000_000_000, 1_795_312_557_943, Number.MAX_SAFE_INTEGER];
+  const realNow = Date.now;
+  try {
+    for (const time of times) {
+      Date.now = () => time;
+      audit.recordPrepared(prepared, 'c1');
+    }
+  } finally {
+    Date.now = realNow;
+  }
+  await flushed();
+  assert.deepEqual(lines().map((l) => l['time']), times);
+  assert.ok(lines().every((l) => l['caller'] === 'c1' && l['audit'] === 'authenticate'));
 });
 
 test('lines leave together logFlushMs after the first, in the order they were written', async () => {

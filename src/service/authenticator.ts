@@ -260,7 +260,7 @@ export class Authenticator {
     const line = this.guard.audit.prepare({
       action: 'authenticate', targets: targetsOf(type, username, checked.userId, applicationId),
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
-    }, kept);
+    }, kept ? { caller: context.caller ?? null } : undefined);
     this.guard.audit.recordPrepared(line, context.caller ?? null);
     if (kept) {
       // The caller's entry was made, or found, by this request's caller check (the same header and peer).

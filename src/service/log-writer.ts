@@ -50,19 +50,31 @@ export class LogWriter {
   write(text: string): boolean {
     // A UTF-16 unit is at most 3 UTF-8 bytes: a line that might not fit in what is left goes after a flush,
     // and one that might not fit in a whole batch (only a single enormous line) on its own.
-    if (text.length * 3 > this.#batch.length - this.#used) {
-      this.flush();
-      if (text.length * 3 > this.#batch.length) {
-        this.output(Buffer.from(text, 'utf8'));
-        return true;
-      }
-    }
-    this.#used += this.#batch.write(text, this.#used, 'utf8');
+    if (this.#makeRoom(text.length * 3)) this.#added(this.#batch.write(text, this.#used, 'utf8'));
+    else this.output(Buffer.from(text, 'utf8'));
+    return true;
+  }
+
+  /** Whole lines already encoded (a kept audit line, src/service/audit.ts): copied into the batch before this returns. */
+  writeBytes(line: Uint8Array): void {
+    if (this.#makeRoom(line.length)) {
+      this.#batch.set(line, this.#used);
+      this.#added(line.length);
+    } else this.output(line);
+  }
+
+  /** Whether bytes will fit in the batch, after a flush if they would not fit in what is left; false if never. */
+  #makeRoom(bytes: number): boolean {
+    if (bytes > this.#batch.length - this.#used) this.flush();
+    return bytes <= this.#batch.length;
+  }
+
+  #added(bytes: number): void {
+    this.#used += bytes;
     if (!this.#scheduled) {
       this.#scheduled = true;
       setTimeout(this.#flushLater, logFlushMs);
     }
-    return true;
   }
 
   /** Everything gathered so far goes out now. `done`: for pino's logger.flush(cb). */
