@@ -93,7 +93,24 @@ export class Renderer {
    * `remember` false renders without caching (a full listing touches every user once).
    */
   userFull(user: User, remember = true): string {
-    return this.fullUser(user, remember).json;
+    const cached = this.cachedFull(user);
+    if (cached !== undefined) return cached.json;
+    const checkedAt = this.state.catalogVersion;
+    const apps = user.applications.map((id) => this.state.application(id));
+    const groups = user.groups.map((id) => this.state.group(id));
+    const org = this.state.organization(user.organization);
+    const orgJson = org === undefined
+      ? 'null'
+      : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
+    const json = `${this.userHead(user)},"organization":${orgJson}` +
+      `,"applications":[${apps.filter((a) => a !== undefined).map((a) => this.application(a)).join(',')}]` +
+      `,"groups":[${groups.filter((g) => g !== undefined).map((g) => this.group(g)).join(',')}]` +
+      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+    if (remember) {
+      if (this.userFullJson.size >= renderedUsersCachedMax) this.userFullJson.delete(this.userFullJson.keys().next().value!);
+      this.userFullJson.set(user, { json, bytes: undefined, deps: [...apps, ...groups, org], checkedAt });
+    }
+    return json;
   }
 
   /**
@@ -102,39 +119,24 @@ export class Renderer {
    * two Applications and two Groups, ~4% of a recognised authentication, perf).
    */
   userFullBytes(user: User): Buffer {
-    const rendered = this.fullUser(user, true);
-    rendered.bytes ??= Buffer.from(rendered.json, 'utf8');
-    return rendered.bytes;
+    let cached = this.cachedFull(user);
+    if (cached === undefined) {
+      this.userFull(user);
+      cached = this.userFullJson.get(user)!;
+    }
+    cached.bytes ??= Buffer.from(cached.json, 'utf8');
+    return cached.bytes;
   }
 
-  private fullUser(user: User, remember: boolean): FullUserCache {
+  /** The kept rendering of this User, if what it shows is still current. */
+  private cachedFull(user: User): FullUserCache | undefined {
     const cached = this.userFullJson.get(user);
-    if (cached !== undefined) {
-      const version = this.state.catalogVersion;
-      if (cached.checkedAt === version) return cached;
-      if (this.depsCurrent(user, cached.deps)) {
-        cached.checkedAt = version;
-        return cached;
-      }
-    }
-    const checkedAt = this.state.catalogVersion;
-    const apps = user.applications.map((id) => this.state.application(id));
-    const groups = user.groups.map((id) => this.state.group(id));
-    const org = this.state.organization(user.organization);
-    const deps = [...apps, ...groups, org];
-    const orgJson = org === undefined
-      ? 'null'
-      : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
-    const json = `${this.userHead(user)},"organization":${orgJson}` +
-      `,"applications":[${apps.filter((a) => a !== undefined).map((a) => this.application(a)).join(',')}]` +
-      `,"groups":[${groups.filter((g) => g !== undefined).map((g) => this.group(g)).join(',')}]` +
-      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
-    const rendered: FullUserCache = { json, bytes: undefined, deps, checkedAt };
-    if (remember) {
-      if (this.userFullJson.size >= renderedUsersCachedMax) this.userFullJson.delete(this.userFullJson.keys().next().value!);
-      this.userFullJson.set(user, rendered);
-    }
-    return rendered;
+    if (cached === undefined) return undefined;
+    const version = this.state.catalogVersion;
+    if (cached.checkedAt === version) return cached;
+    if (!this.depsCurrent(user, cached.deps)) return undefined;
+    cached.checkedAt = version;
+    return cached;
   }
 
   /** Whether the Applications, Groups and Organization a cached rendering used are still the current objects (no allocation: a hit is the hot path). */
