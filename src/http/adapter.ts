@@ -232,6 +232,7 @@ export class ReceivingList<E extends Linked<E>> {
     entry.newer = undefined;
   }
 }
+
 interface RequestMeta { readonly method: string; readonly path: string; readonly startedAt: number }
 
 /**

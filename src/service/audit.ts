@@ -68,6 +68,8 @@ function field(s: string): string {
 const infoLevel = 30;
 /** What every line starts with, up to its time. */
 const lineStart = `{"level":${infoLevel},"time":`;
+/** A time in ms has at most this many digits (Number.MAX_SAFE_INTEGER has 16). */
+const timeDigitsMax = 16;
 
 /** The decimal digits of n (a non-negative integer, a time in ms) into bytes at `at`; where they end. */
 function writeDigits(bytes: Buffer, at: number, n: number): number {
@@ -117,7 +119,7 @@ export class Audit {
     if (this.sink === undefined) return;
     const encoded = prepared.encoded;
     // Longer than the buffer can only be a line of hostile text cut to auditFieldCharsMax per field.
-    if (encoded === undefined || encoded.caller !== caller || this.sink.writeBytes === undefined || this.keptLineStart + 16 + encoded.tail.length > this.keptLine.length) {
+    if (encoded === undefined || encoded.caller !== caller || this.sink.writeBytes === undefined || this.keptLineStart + timeDigitsMax + encoded.tail.length > this.keptLine.length) {
       this.write(prepared.action, caller, prepared.rest);
       return;
     }
