@@ -254,26 +254,34 @@ export class Authenticator {
     const application = this.state.application(applicationId);
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, application);
     const user = why === undefined ? checked.user : undefined;
-    const kept = user !== undefined && application !== undefined && checked.ticket !== undefined &&
-      context.request !== undefined && context.authorization !== undefined && context.peer !== undefined;
-    // Made once: written now, and kept for the repeats a success may have (recognised()).
+    const success = user !== undefined && application !== undefined && checked.ticket !== undefined;
+    const slot = success ? this.attemptSlot(context) : undefined;
+    // Made once: written now, and for a success that is remembered, kept for its repeats (recognised()).
     const line = this.guard.audit.prepare({
       action: 'authenticate', targets: targetsOf(type, username, checked.userId, applicationId),
       outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
-    }, kept ? { caller: context.caller ?? null } : undefined);
+    }, slot === undefined ? undefined : { caller: context.caller ?? null });
     this.guard.audit.recordPrepared(line, context.caller ?? null);
-    if (kept) {
-      // The caller's entry was made, or found, by this request's caller check (the same header and peer).
-      const callerKey = this.known.key(context.authorization, context.peer);
-      const caller = callerKey === undefined ? undefined : this.known.held(callerKey);
-      const key = this.knownAttempts.keyOfRequest(context.request, context.authorization, context.peer);
-      if (caller !== undefined && key !== undefined) {
-        this.knownAttempts.remember(key, {
-          user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line, caller: caller.entry,
-        }, caller.expiresAtMs);
-      }
+    if (success && slot !== undefined) {
+      this.knownAttempts.remember(slot.key, {
+        user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line, caller: slot.caller.entry,
+      }, slot.caller.expiresAtMs);
     }
     return checked === shed ? overloaded : user;
+  }
+
+  /**
+   * Where a success of this request would be remembered: its key, and its caller's entry, made or found by
+   * this request's caller check (the same header and peer); undefined when either is missing, and the
+   * success is not remembered (its audit line is then not encoded for keeping either).
+   */
+  private attemptSlot(context: AttemptContext): { readonly key: string; readonly caller: { readonly entry: Remembered; readonly expiresAtMs: number } } | undefined {
+    const { request, authorization, peer } = context;
+    if (request === undefined || authorization === undefined || peer === undefined) return undefined;
+    const callerKey = this.known.key(authorization, peer);
+    const caller = callerKey === undefined ? undefined : this.known.held(callerKey);
+    const key = this.knownAttempts.keyOfRequest(request, authorization, peer);
+    return caller === undefined || key === undefined ? undefined : { key, caller };
   }
 
   /** check(), with an audit line when it throws (the hash pool failed, or filled up while a job waited for the dummy hash at start-up). */
