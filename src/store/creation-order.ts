@@ -30,8 +30,13 @@ export function precedes(aAt: number, aId: string, bAt: number, bId: string): bo
 /** Any entity: what creation order is made of. */
 export type Created = { readonly id: string; readonly createdAt: number };
 
+/** Entities by id: a Map, or a StringMap (src/store/string-map.ts). */
+export interface Lookup<T> {
+  get(id: string): T | undefined;
+}
+
 /** A page of ids as the entities they name (every id must be in the map). */
-export function resolvePage<T>(page: Page<string>, map: ReadonlyMap<string, T>): Page<T> {
+export function resolvePage<T>(page: Page<string>, map: Lookup<T>): Page<T> {
   return { items: page.items.map((id) => map.get(id)!), more: page.more };
 }
 

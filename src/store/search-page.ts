@@ -2,7 +2,7 @@
 
 import { pageSearchWalkSlotsMin, pageSearchWalkSlotsPerItem } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
-import { byCreation, precedes, resolvePage, type CreationOrder, type Page, type PagePosition } from './creation-order.js';
+import { byCreation, precedes, resolvePage, type CreationOrder, type Lookup, type Page, type PagePosition } from './creation-order.js';
 import { searchHaystack, type SearchCursor, type UserSearchIndex } from './search.js';
 
 /**
@@ -79,7 +79,7 @@ export class PagedSearch {
   private readonly batch: string[] = [];
 
   constructor(
-    private readonly users: ReadonlyMap<string, User>, private readonly order: CreationOrder, index: UserSearchIndex,
+    private readonly users: Lookup<User>, private readonly order: CreationOrder, index: UserSearchIndex,
     private readonly termLower: string, private readonly after: PagePosition | undefined, private readonly limit: number,
   ) {
     this.matches = index.cursor(termLower);
