@@ -361,11 +361,11 @@ export class State {
     if (loaded.length === 0) return;
     this.loadedUsers = [];
     this.users.reserve(this.users.size + loaded.length);
-    for (const user of loaded) this.users.set(user.id, user);
-    this.userByEmailKey.reserve(this.users.size);
-    for (const user of this.users.values()) {
-      this.indexUserKeys(undefined, user);
-      this.search.addLoaded(user.id);
+    this.userByEmailKey.reserve(this.users.size + loaded.length);
+    for (const user of loaded) {
+      const old = this.users.put(user.id, user);
+      this.indexUserKeys(old, user);
+      if (old === undefined) this.search.addLoaded(user.id);
     }
     this.membersWalking = true;
   }

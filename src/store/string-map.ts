@@ -6,10 +6,11 @@
 // Here each key's hash is computed once, kept in a typed array beside its bucket, and compared before
 // any key is read; growth and a reservation made before a bulk fill move only those arrays.
 //
-// Layout: entries live densely (keys[e], values[e]) at positions that never move while they live; a
-// deleted entry's position is reused by the next insert. Buckets (open addressing, linear probing,
-// at most half full) hold entry + 1 (0: empty) and the entry's hash. Deletion shifts the probe chain
-// back instead of leaving tombstones, so lookups never slow down with churn.
+// Layout: entries live densely (key and value side by side) at positions that never move while they
+// live; a deleted entry's position is reused by the next insert. Buckets (open addressing, linear probing,
+// at most half full) hold entry + 1 (0: empty) and the entry's hash side by side, so a lookup touches one
+// cache line of buckets and one of entries before the key itself. Deletion shifts the probe chain back
+// instead of leaving tombstones, so lookups never slow down with churn.
 //
 // Iteration (values) walks the entry positions, so it is safe while the map changes, with a Map's
 // guarantees for what was there throughout: an entry present from start to end of the walk is visited
@@ -42,12 +43,13 @@ function bucketsFor(entries: number): number {
 
 export class StringMap<V> {
   private readonly seed = randomInt(2 ** 31);
-  private readonly keys: (string | undefined)[] = [];
-  private readonly vals: (V | undefined)[] = [];
-  /** Positions of deleted entries, reused before keys grows. */
+  /** Entry e's key at 2e and value at 2e + 1 (a deleted entry's key is undefined): one cache line for both. */
+  private readonly entries: unknown[] = [];
+  /** Positions of deleted entries, reused before entries grows. */
   private readonly freed: number[] = [];
-  private buckets = new Int32Array(bucketsMin);
-  private hashes = new Int32Array(bucketsMin);
+  /** Bucket b's entry + 1 (0: empty) at 2b and that entry's hash at 2b + 1: a probe reads one cache line. */
+  private table = new Int32Array(2 * bucketsMin);
+  /** Buckets - 1. */
   private mask = bucketsMin - 1;
   private count = 0;
 
@@ -57,12 +59,13 @@ export class StringMap<V> {
 
   /** Makes room for `entries` in all: a fill of that many then never regrows the buckets. */
   reserve(entries: number): void {
-    if (this.buckets.length < bucketsFor(entries)) this.rehash(bucketsFor(entries));
+    const buckets = bucketsFor(entries);
+    if (this.mask + 1 < buckets) this.rehash(buckets);
   }
 
   get(key: string): V | undefined {
     const at = this.find(key, stringHash(key, this.seed));
-    return at < 0 ? undefined : this.vals[this.buckets[at]! - 1];
+    return at < 0 ? undefined : this.entries[2 * this.table[2 * at]! - 1] as V;
   }
 
   has(key: string): boolean {
@@ -71,76 +74,82 @@ export class StringMap<V> {
 
   /** As Map.set: a key already present keeps its position and takes the new value. */
   set(key: string, value: V): this {
+    this.put(key, value);
+    return this;
+  }
+
+  /** set, returning the value the key had (undefined if it was not present): a replace in one lookup. */
+  put(key: string, value: V): V | undefined {
     const hash = stringHash(key, this.seed);
     const found = this.find(key, hash);
+    const { entries } = this;
     if (found >= 0) {
-      this.vals[this.buckets[found]! - 1] = value;
-      return this;
+      const at = 2 * this.table[2 * found]! - 1;
+      const had = entries[at] as V;
+      entries[at] = value;
+      return had;
     }
-    if (this.count + 1 > this.buckets.length * bucketLoadMax) this.rehash(this.buckets.length * 2);
-    const entry = this.freed.pop() ?? this.keys.length;
-    this.keys[entry] = key;
-    this.vals[entry] = value;
-    let at = hash & this.mask;
-    while (this.buckets[at] !== 0) at = (at + 1) & this.mask;
-    this.buckets[at] = entry + 1;
-    this.hashes[at] = hash;
+    if (this.count + 1 > (this.mask + 1) * bucketLoadMax) this.rehash(2 * (this.mask + 1));
+    const entry = this.freed.pop() ?? entries.length / 2;
+    entries[2 * entry] = key;
+    entries[2 * entry + 1] = value;
+    this.place(entry + 1, hash);
     this.count++;
-    return this;
+    return undefined;
   }
 
   delete(key: string): boolean {
     let at = this.find(key, stringHash(key, this.seed));
     if (at < 0) return false;
-    const entry = this.buckets[at]! - 1;
-    this.keys[entry] = undefined;
-    this.vals[entry] = undefined;
+    const { table, mask, entries } = this;
+    const entry = table[2 * at]! - 1;
+    entries[2 * entry] = undefined;
+    entries[2 * entry + 1] = undefined;
     this.freed.push(entry);
     this.count--;
     // Backward shift: pull each later bucket of the chain into the hole if its home allows, so no probe
     // for a key still present ever meets an empty bucket before it.
-    const { buckets, hashes, mask } = this;
-    for (let next = (at + 1) & mask; buckets[next] !== 0; next = (next + 1) & mask) {
-      if (((next - hashes[next]!) & mask) >= ((next - at) & mask)) {
-        buckets[at] = buckets[next]!;
-        hashes[at] = hashes[next]!;
+    for (let next = (at + 1) & mask; table[2 * next] !== 0; next = (next + 1) & mask) {
+      const hash = table[2 * next + 1]!;
+      if (((next - hash) & mask) >= ((next - at) & mask)) {
+        table[2 * at] = table[2 * next]!;
+        table[2 * at + 1] = hash;
         at = next;
       }
     }
-    buckets[at] = 0;
+    table[2 * at] = 0;
     return true;
   }
 
   /** Live values by entry position: safe while the map changes (see the top of this file). */
   *values(): Generator<V, void, undefined> {
-    const { keys, vals } = this;
-    for (let e = 0; e < keys.length; e++) if (keys[e] !== undefined) yield vals[e]!;
+    const { entries } = this;
+    for (let i = 0; i < entries.length; i += 2) if (entries[i] !== undefined) yield entries[i + 1] as V;
   }
 
   /** The bucket holding key, or -1. */
   private find(key: string, hash: number): number {
-    const { buckets, hashes, keys, mask } = this;
+    const { table, entries, mask } = this;
     for (let at = hash & mask; ; at = (at + 1) & mask) {
-      const entry = buckets[at]!;
+      const entry = table[2 * at]!;
       if (entry === 0) return -1;
-      if (hashes[at] === hash && keys[entry - 1] === key) return at;
+      if (table[2 * at + 1] === hash && entries[2 * entry - 2] === key) return at;
     }
   }
 
-  private rehash(size: number): void {
-    const oldBuckets = this.buckets;
-    const oldHashes = this.hashes;
-    this.buckets = new Int32Array(size);
-    this.hashes = new Int32Array(size);
-    this.mask = size - 1;
-    for (let i = 0; i < oldBuckets.length; i++) {
-      const entry = oldBuckets[i]!;
-      if (entry === 0) continue;
-      const hash = oldHashes[i]!;
-      let at = hash & this.mask;
-      while (this.buckets[at] !== 0) at = (at + 1) & this.mask;
-      this.buckets[at] = entry;
-      this.hashes[at] = hash;
-    }
+  /** Puts entry + 1 with its hash in the first empty bucket from its home. */
+  private place(entryPlusOne: number, hash: number): void {
+    const { table, mask } = this;
+    let at = hash & mask;
+    while (table[2 * at] !== 0) at = (at + 1) & mask;
+    table[2 * at] = entryPlusOne;
+    table[2 * at + 1] = hash;
+  }
+
+  private rehash(buckets: number): void {
+    const old = this.table;
+    this.table = new Int32Array(2 * buckets);
+    this.mask = buckets - 1;
+    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.place(old[i]!, old[i + 1]!);
   }
 }
