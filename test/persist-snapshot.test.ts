@@ -8,9 +8,9 @@ import {
   snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedListsMax, snapshotSharedStringCharsMax, snapshotSharedStringsMax,
 } from '../src/config/limits.js';
 import type { EntityKind } from '../src/domain/entities.js';
-import { frame, frameHeaderBytes, packr } from '../src/persist/codec.js';
+import { frameHeaderBytes, packr } from '../src/persist/codec.js';
 import { snapshotFileName } from '../src/persist/layout.js';
-import { readSnapshot, readSnapshotChunks, SnapshotError, snapshotFormatVersion, snapshotMagic, writeSnapshot } from '../src/persist/snapshot.js';
+import { readSnapshot, readSnapshotChunks, SnapshotError, snapshotFormatVersion, snapshotFrame, snapshotMagic, writeSnapshot } from '../src/persist/snapshot.js';
 import { NodeStorage } from '../src/persist/storage.js';
 import { withSharedStrings } from '../src/store/compact.js';
 import { FakeState, HookedStorage, ioError, putUser, record, tempDir, turn, user } from './helpers/persist-fixtures.js';
@@ -256,6 +256,7 @@ test('the string dictionary stops at snapshotSharedStringsMax; later strings are
 
 /** A snapshot file made frame by frame: each frame is a list of values, packed one after another. */
 function handMade(path: string, version: number, chunks: { kind: EntityKind; entities: Uint8Array[] }[]): void {
+  const frame = (payload: Uint8Array): Buffer => snapshotFrame(payload, version);
   const frames = [frame(packr.pack({ t: 'header', magic: snapshotMagic, version, baseSeq: 5 }))];
   const counts: Record<string, number> = {};
   for (const { kind, entities } of chunks) {
@@ -276,8 +277,26 @@ test('a version 1 snapshot (no string dictionary) is still read', async (t) => {
   assert.deepEqual(loaded.sections.get('user'), [old]);
   handMade(path, 2, [{ kind: 'user', entities: [packr.pack(old)] }]);
   assert.deepEqual((await readSnapshot(storage, path)).sections.get('user'), [old], 'version 2 (no list dictionary) too');
-  handMade(path, 4, [{ kind: 'user', entities: [packr.pack(old)] }]);
-  await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 4/));
+  handMade(path, 3, [{ kind: 'user', entities: [packr.pack(old)] }]);
+  assert.deepEqual((await readSnapshot(storage, path)).sections.get('user'), [old], 'version 3 (frames checksummed with CRC32C) too');
+  handMade(path, 5, [{ kind: 'user', entities: [packr.pack(old)] }]);
+  await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 5/));
+});
+
+test('a header checksummed as another version\'s frames are is invalid, and so is a frame checksummed unlike its header', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const path = join(dir, snapshotFileName(5));
+  const header = (version: number): Uint8Array => packr.pack({ t: 'header', magic: snapshotMagic, version, baseSeq: 5 });
+  const trailer = packr.pack({ t: 'trailer', counts: {}, chunks: 0 });
+  writeFileSync(path, Buffer.concat([snapshotFrame(header(4), 3), snapshotFrame(trailer, 4)]));
+  await expectInvalid(path, (err) => assert.match(err.message, /checksum is not the one version 4 frames carry/));
+  writeFileSync(path, Buffer.concat([snapshotFrame(header(3), 4), snapshotFrame(trailer, 3)]));
+  await expectInvalid(path, (err) => assert.match(err.message, /checksum is not the one version 3 frames carry/));
+  writeFileSync(path, Buffer.concat([snapshotFrame(header(4), 4), snapshotFrame(trailer, 3)]));
+  await expectInvalid(path, (err) => assert.match(err.message, /checksum mismatch/));
+  writeFileSync(path, Buffer.concat([snapshotFrame(header(4), 4), snapshotFrame(trailer, 4)]));
+  assert.equal((await readSnapshot(storage, path)).baseSeq, 5);
 });
 
 test('membership lists are written once, in the list dictionary, and every User with the same list gets the same frozen array', async (t) => {
@@ -331,9 +350,9 @@ test('a reference to a list the dictionary does not hold, or a list of strings i
   handMade(path, snapshotFormatVersion, [{ kind: 'user', entities: [Buffer.from([0x81, 0xa1, 0x61, 0xd4, 0x4c, 0x00, 0x00])] }]);
   await expectInvalid(path, (err) => assert.match(err.message, /not in the list dictionary/));
   const frames = [
-    frame(packr.pack({ t: 'header', magic: snapshotMagic, version: snapshotFormatVersion, baseSeq: 5 })),
-    frame(packr.pack({ t: 'chunk', kind: 'user', n: 0, strings: ['app-a'], lists: [[0, 1]] })),
-    frame(packr.pack({ t: 'trailer', counts: {}, chunks: 1 })),
+    snapshotFrame(packr.pack({ t: 'header', magic: snapshotMagic, version: snapshotFormatVersion, baseSeq: 5 })),
+    snapshotFrame(packr.pack({ t: 'chunk', kind: 'user', n: 0, strings: ['app-a'], lists: [[0, 1]] })),
+    snapshotFrame(packr.pack({ t: 'trailer', counts: {}, chunks: 1 })),
   ];
   writeFileSync(path, Buffer.concat(frames));
   await expectInvalid(path, (err) => assert.match(err.message, /lists are not lists of indices into its strings/));

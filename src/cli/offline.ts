@@ -128,7 +128,7 @@ const verify: Command = {
   name: 'verify', summary: 'check every snapshot and log record of a data directory',
   help: `authctl verify [--data-dir DIR]
 
-Reads every snapshot and every log record, checking frames, CRC32C checksums, entity counts and that
+Reads every snapshot and every log record, checking frames, checksums, entity counts and that
 sequence numbers run on without gaps, then rebuilds the state as a start would and prints its counts.
 Changes nothing and needs no lock (it can run beside a server). Exits 1 when anything is damaged,
 naming the file and byte offset.
