@@ -7,7 +7,7 @@ import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
 import { ConfigError, defaultPublicUrl, loadConfig, type Config } from './config/config.js';
 import {
-  bodyReceiveTimeoutMs, hashQueueMax, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
+  bodyReceiveTimeoutMs, hashQueueMax, indexTurnMs, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
   shutdownGraceMs, verifyCacheEntriesMax,
 } from './config/limits.js';
 import { loadUws, startServer, type RunningServer } from './http/adapter.js';
@@ -99,10 +99,13 @@ async function main(): Promise<void> {
   });
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
 
-  // Derived indexes a load leaves (memberships, trigram postings) are built a step per turn while the service
-  // answers: a read of memberships finishes theirs at once, searches fall back to a scan.
+  // Derived indexes a load leaves (memberships, trigram postings) are built in small steps, for indexTurnMs of a
+  // turn, while the service answers: a read of memberships finishes theirs at once, searches fall back to a scan.
   const driveIndexes = (): void => {
-    if (state.indexing && state.indexStep()) setImmediate(driveIndexes);
+    const until = performance.now() + indexTurnMs;
+    let more = state.indexing;
+    while (more && (more = state.indexStep()) && performance.now() < until);
+    if (more) setImmediate(driveIndexes);
     else setTimeout(driveIndexes, searchIndexIdleCheckMs).unref();
   };
   driveIndexes();

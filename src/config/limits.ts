@@ -127,12 +127,19 @@ export const snapshotSharedListsMax = 65_536;
 export const snapshotSharedListItemsMax = 16;
 
 // Search
-/** Users added to the trigram index per event-loop turn while it is built in the background (or as many users'
- *  stale postings dropped). Measured at 1,000,000 users: median 3 ms a turn (2000 took 17 ms: the lists' tails miss the cache). */
-export const searchIndexDocsPerTurn = 500;
-/** Users whose memberships are indexed per event-loop turn after a snapshot load (State.indexStep), before the
- *  search index is built. Measured at 1,000,000 users: 1.1 s in all, a turn's p50 1.9 ms, p99 3.2 ms (5000: p99 8 ms). */
-export const memberIndexUsersPerTurn = 2000;
+/**
+ * Background indexing after a load (memberships, then the search index) takes small steps until this much of an
+ * event-loop turn has passed, then lets the loop run. A fixed amount of work per turn ran 20-50 times slower when
+ * a full collection was marking meanwhile: at 1,000,000 users, turns of 500 docs that take ~3 ms took 80-175 ms.
+ */
+export const indexTurnMs = 5;
+/** Users added to the trigram index per step of a turn (indexTurnMs) while it is built in the background (or as many
+ *  users' stale postings dropped). At 1,000,000 users a step takes ~0.4 ms (500 took a median 3 ms; 2000 took 17 ms:
+ *  the lists' tails miss the cache). */
+export const searchIndexDocsPerStep = 64;
+/** Users whose memberships are indexed per step of a turn (indexTurnMs) after a snapshot load (State.indexStep), before
+ *  the search index is built. At 1,000,000 users a step takes ~0.25 ms (2000 took a p50 of 1.9 ms, p99 3.2 ms). */
+export const memberIndexUsersPerStep = 250;
 /**
  * Work one slice of a search does before the event loop gets a turn: haystacks checked, or posting lists
  * probed while intersecting (SearchCursor in src/store/search.ts; a paged search also counts the matches it

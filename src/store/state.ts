@@ -1,6 +1,6 @@
 // The in-memory state: entity Maps and their indexes, changed only by apply(record), which is pure and deterministic.
 
-import { memberIndexUsersPerTurn, pageSubsetWalkSlotsMin, searchIndexDocsPerTurn } from '../config/limits.js';
+import { memberIndexUsersPerStep, pageSubsetWalkSlotsMin, searchIndexDocsPerStep } from '../config/limits.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
@@ -399,7 +399,7 @@ export class State {
   }
 
   /** One bounded step of that work, the walk first; true while more remains. */
-  indexStep(usersMax = memberIndexUsersPerTurn, docsMax = searchIndexDocsPerTurn): boolean {
+  indexStep(usersMax = memberIndexUsersPerStep, docsMax = searchIndexDocsPerStep): boolean {
     if (this.membersWalking) {
       this.walkMembers(usersMax);
       return true;
