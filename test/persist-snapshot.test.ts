@@ -283,7 +283,7 @@ test('a version 1 snapshot (no string dictionary) is still read', async (t) => {
   await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 5/));
 });
 
-test('a header checksummed as another version\'s frames are is invalid, and so is a frame checksummed unlike its header', async (t) => {
+test('a header whose checksum is not its version\'s is invalid, and so is a frame checksummed unlike its header', async (t) => {
   const { dir, cleanup } = tempDir();
   t.after(cleanup);
   const path = join(dir, snapshotFileName(5));
