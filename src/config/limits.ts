@@ -134,11 +134,13 @@ export const snapshotSharedListItemsMax = 16;
  */
 export const indexTurnMs = 5;
 /** Users added to the trigram index per step of a turn (indexTurnMs) while it is built in the background (or as many
- *  users' stale postings dropped). At 1,000,000 users a step takes ~0.4 ms (500 took a median 3 ms; 2000 took 17 ms:
- *  the lists' tails miss the cache). */
+ *  users' stale postings dropped). Measured at 1,000,000 users, two starts: a step's p50 0.33 ms, p99 0.45-0.48 ms
+ *  (its haystacks and counts, made first, 4x as many a step: p50 0.23 ms, p99 4.3 ms). As one step a turn, 500
+ *  took a median 3 ms, 2000 took 17 ms: the lists' tails miss the cache. */
 export const searchIndexDocsPerStep = 64;
 /** Users whose memberships are indexed per step of a turn (indexTurnMs) after a snapshot load (State.indexStep), before
- *  the search index is built. At 1,000,000 users a step takes ~0.25 ms (2000 took a p50 of 1.9 ms, p99 3.2 ms). */
+ *  the search index is built. Measured at 1,000,000 users, two starts: a step's p50 0.27-0.29 ms, p99 0.59-0.64 ms
+ *  (2000 as one step a turn: p50 1.9 ms, p99 3.2 ms). */
 export const memberIndexUsersPerStep = 250;
 /**
  * Work one slice of a search does before the event loop gets a turn: haystacks checked, or posting lists
