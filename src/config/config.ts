@@ -68,7 +68,7 @@ export const settings = {
   SNAPSHOT_EVERY_SECONDS: { default: String(snapshotEverySecondsDefault), help: 'Take a snapshot at least this often when something changed.' },
   BODY_BYTES_MAX: { default: String(bodyBytesMax), help: 'Largest request body (bytes); larger ones get 413.' },
   REALM: { default: 'authd', help: 'Realm named in WWW-Authenticate.' },
-  FRONT_END: { default: 'auto', help: 'HTTP front end: auto (uWebSockets.js where a build of it loads, else node:http), uws (refuse to start unless uWS loads), node (node:http).' },
+  FRONT_END: { default: 'auto', help: 'HTTP front end: auto (uWebSockets.js where its traceable build loads, else node:http), uws (uWebSockets.js, any pinned build, or refuse to start), node (node:http).' },
   BRUTE_FORCE_FAILURE_FACTOR: { default: String(bruteForceFailureFactorDefault), help: 'Failed authentications of one account before each temporary lockout (0: none).' },
   BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: { default: String(bruteForceAddressFailureFactorDefault), help: 'Failed authentications from one client address (IPv6: its /64) before each lockout of that address (0: none).' },
   BRUTE_FORCE_WAIT_INCREMENT_S: { default: String(bruteForceWaitIncrementMsDefault / 1000), help: 'Each lockout lasts this much longer than the one before.' },
