@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // authctl, the operator's command line: dispatches to the commands of src/cli/online.ts and src/cli/offline.ts; exit 0 ok, 1 failure, 2 usage.
 
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { readFileSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { AuthError } from '../client/client.js';
 import {
   CommandError, exitFailure, exitOk, exitUsage, parse, processOutput, UsageError, type Command, type Output,
@@ -17,7 +18,7 @@ function overview(): string {
   return [
     'authctl: administer an authd service',
     '',
-    'usage: authctl <command> [options]      authctl <command> --help',
+    'usage: authctl <command> [options]      authctl <command> --help      authctl --version',
     '',
     'Against a running server (--url, --user, --password or AUTHCTL_URL, AUTHCTL_USER, AUTHCTL_PASSWORD):',
     ...onlineCommands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -39,7 +40,39 @@ function find(argv: readonly string[]): { command: Command | undefined; rest: st
   return { command: undefined, rest: [] };
 }
 
+/**
+ * The version in the nearest package.json above this file: the one that makes this file an ES module (its "type"),
+ * so ours wherever the package lives (a checkout's dist/src/cli/, or node_modules/authd/dist/src/cli/).
+ */
+export function packageVersion(): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    let text: string | undefined;
+    try {
+      text = readFileSync(join(dir, 'package.json'), 'utf8');
+    } catch {
+      // none here: look further up
+    }
+    if (text !== undefined) {
+      const version = (JSON.parse(text) as { version?: unknown }).version;
+      return typeof version === 'string' ? version : undefined;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
 export async function runAuthctl(argv: readonly string[], io: Output = processOutput): Promise<number> {
+  if (argv[0] === '--version') {
+    const version = packageVersion();
+    if (version === undefined) {
+      io.err('authctl: no version in the package.json above this program');
+      return exitFailure;
+    }
+    io.out(`authctl ${version}`);
+    return exitOk;
+  }
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     io.out(overview());
     return argv.length === 0 ? exitUsage : exitOk;

@@ -12,18 +12,24 @@ export type AuthErrorCode = ErrorCode | 'unreachable' | 'invalid_response';
 
 /** An error answer of the service (or a failure to get one), with the HTTP status (0 when unreachable) and the stable code. */
 export class AuthError extends Error {
+  readonly status: number;
+  readonly code: AuthErrorCode;
+  /** Extra result keys beside the error: a refused delete carries {deleted: false}. */
+  readonly result: Record<string, unknown> | undefined;
+  /** Seconds, from Retry-After (503 overloaded). */
+  readonly retryAfterS: number | undefined;
+
+  // Fields assigned one by one rather than as parameter properties: a consumer's erasableSyntaxOnly refuses those.
   constructor(
-    readonly status: number,
-    readonly code: AuthErrorCode,
-    message: string,
-    /** Extra result keys beside the error: a refused delete carries {deleted: false}. */
-    readonly result?: Record<string, unknown>,
-    /** Seconds, from Retry-After (503 overloaded). */
-    readonly retryAfterS?: number,
+    status: number, code: AuthErrorCode, message: string, result?: Record<string, unknown>, retryAfterS?: number,
     options?: { cause?: unknown },
   ) {
     super(message, options);
     this.name = 'AuthError';
+    this.status = status;
+    this.code = code;
+    this.result = result;
+    this.retryAfterS = retryAfterS;
   }
 }
 
@@ -116,7 +122,7 @@ export class AuthClient {
     let res: Response;
     let text: string;
     try {
-      res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(this.options.timeoutMs ?? defaultTimeoutMs) });
+      res = await fetch(url, { method, headers, body: body ?? null, signal: AbortSignal.timeout(this.options.timeoutMs ?? defaultTimeoutMs) });
       text = await res.text();
     } catch (err) {
       const why = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
@@ -163,8 +169,8 @@ export class AuthClient {
 
   private listing<T>(key: string, path: () => string): Listing<T> {
     const list = async (page?: PageRequest): Promise<T[] | Page<T>> => {
-      const query = page === undefined ? undefined : { limit: page.limit, cursor: page.cursor };
-      const result = await this.call<Record<string, unknown>>('GET', path(), { query });
+      const opts: SendOptions = page === undefined ? {} : { query: { limit: page.limit, cursor: page.cursor } };
+      const result = await this.call<Record<string, unknown>>('GET', path(), opts);
       const items = result[key];
       if (!Array.isArray(items)) throw new AuthError(200, 'invalid_response', `GET ${path()}: the result has no "${key}" list`);
       if (page === undefined) return items as T[];
