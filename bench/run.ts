@@ -1,22 +1,25 @@
-// `npm run bench [-- --quick] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I, prints one table, writes bench/results/latest.json.
+// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I on one front end, prints one table, writes bench/results/latest-<front end>.json.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
 // On a 2-core machine the load generator takes a core from the server, which is why every HTTP number
-// is also given as a ratio to the ceiling, a minimal uWebSockets.js server measured the same way.
+// is also given as a ratio to the ceiling, a bare server of the same front end (bench/ceiling-server.ts:
+// uWebSockets.js or node:http) measured the same way.
 
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
+import { loadUws } from '../src/http/uws-loader.js';
 import type { Fixtures } from './lib/dataset.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import {
   distPath, freePort, procStatusBytes, removeOnExit, runToCompletion, startChild, waitHealthy, type Child,
 } from './lib/processes.js';
 import {
-  besideList, judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport, type BenchReport, type MicroReport, type ScenarioResult,
+  besideList, frontEndName, judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport,
+  type BenchReport, type FrontEndKind, type FrontEndUsed, type MicroReport, type ScenarioResult,
 } from './lib/report.js';
 import * as auth from './lib/auth-scenarios.js';
 import * as data from './lib/data-scenarios.js';
@@ -37,20 +40,25 @@ const startTimeoutMs = 180_000;
 /** Above this one-minute load average before we start, something else is using the CPU and the numbers will show it. */
 const busyLoadAverage = 0.5;
 
-const resultsPath = fileURLToPath(new URL('../../bench/results/latest.json', import.meta.url));
+/** One file per front end, so that a run on one does not replace the other's results. */
+const resultsPath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`../../bench/results/latest-${frontEnd}.json`, import.meta.url));
+
+const usage = 'npm run bench -- [--quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]';
 
 interface RunArgs {
   quick: boolean;
+  /** --front-end: undefined for the one the server's FRONT_END=auto would pick on this host. */
+  frontEnd: FrontEndKind | undefined;
   connections: number;
   users: number;
   workDir: string;
   keep: boolean;
-  /** --only: the scenario ids to run (G included only if listed); empty for all. A partial run does not replace latest.json. */
+  /** --only: the scenario ids to run (G included only if listed); empty for all. A partial run does not replace the results file. */
   only: string[];
 }
 
 function parseArgs(argv: readonly string[]): RunArgs {
-  const args: RunArgs = { quick: false, connections: connectionsDefault, users: 0, workDir: tmpdir(), keep: false, only: [] };
+  const args: RunArgs = { quick: false, frontEnd: undefined, connections: connectionsDefault, users: 0, workDir: tmpdir(), keep: false, only: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.indexOf('=');
@@ -64,7 +72,11 @@ function parseArgs(argv: readonly string[]): RunArgs {
       case '--users': args.users = Number(value.replace(/_/g, '')); break;
       case '--work-dir': args.workDir = value; break;
       case '--only': args.only = value.split(',').map((id) => id.trim().toUpperCase()).filter((id) => id !== ''); break;
-      default: throw new Error(`unknown argument ${arg}; usage: npm run bench -- [--quick] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`);
+      case '--front-end':
+        if (value !== 'uws' && value !== 'node') throw new Error(`--front-end must be uws or node, not ${value}`);
+        args.frontEnd = value;
+        break;
+      default: throw new Error(`unknown argument ${arg}; usage: ${usage}`);
     }
   }
   if (args.users === 0) args.users = args.quick ? quickUsers : fullUsers;
@@ -84,21 +96,35 @@ interface Dirs {
   readonly microFile: string;
 }
 
+/**
+ * The front end as the server would choose it: with FRONT_END=auto, uWS if a traceable build loads; asked by
+ * name, any build that loads (as FRONT_END=uws allows), or a stop here rather than after the seed.
+ */
+function chooseFrontEnd(asked: FrontEndKind | undefined): FrontEndUsed {
+  if (asked === 'node') return { kind: 'node', build: undefined, reason: '--front-end node' };
+  const load = loadUws({ untraceable: asked === 'uws' });
+  if (load.loaded) return { kind: 'uws', build: load.build, reason: asked === 'uws' ? '--front-end uws' : 'a uWebSockets.js build loads on this host' };
+  if (asked === 'uws') throw new Error(`--front-end uws, but ${load.reason}`);
+  return { kind: 'node', build: undefined, reason: load.reason };
+}
+
 /** The settings every authd of the run gets; anything not listed is the service's default. */
-function serverEnv(dirs: Dirs, port: number, logLevel: string): Record<string, string> {
+function serverEnv(dirs: Dirs, frontEnd: FrontEndKind, port: number, logLevel: string): Record<string, string> {
   return {
     PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dirs.dataDir, KEY_FILE: dirs.keyFile, LOG_LEVEL: logLevel, FSYNC: 'always',
+    // Named, never auto: the ceiling runs on the same front end, so the two must not choose apart.
+    FRONT_END: frontEnd,
     // Snapshots only when scenario H asks: an automatic one during E (100,000 records by default) would measure the snapshot, not E.
     SNAPSHOT_EVERY_RECORDS: '1000000000',
     // A run is longer than the default 60 s cache lifetime; an expiry mid-scenario would send every in-flight request with
-    // that credential to argon2 at once and measure that stampede instead of the steady state (see the README).
+    // that credential to argon2 at once and measure that stampede instead of the steady state (see docs/performance.md).
     VERIFY_CACHE_TTL_MS: '86400000',
   };
 }
 
-async function startAuthd(dirs: Dirs, logLevel: string): Promise<{ server: Child; port: number; spawnToHealthyMs: number; recovered: Promise<number | undefined> }> {
+async function startAuthd(dirs: Dirs, frontEnd: FrontEndKind, logLevel: string): Promise<{ server: Child; port: number; spawnToHealthyMs: number; recovered: Promise<number | undefined> }> {
   const port = await freePort();
-  const server = startChild('authd', distPath('src/main.js'), [], serverEnv(dirs, port, logLevel), join(dirs.root, 'authd.log'));
+  const server = startChild('authd', distPath('src/main.js'), [], serverEnv(dirs, frontEnd, port, logLevel), join(dirs.root, 'authd.log'));
   // Registered before the line can appear; only an info-level start logs it, and only then is the log read.
   const recovered = logLevel !== 'info'
     ? Promise.resolve(undefined)
@@ -111,8 +137,8 @@ async function startAuthd(dirs: Dirs, logLevel: string): Promise<{ server: Child
 const recoveredLineWaitMs = 2000;
 
 /** G: spawn to /health OK, the server's own recovery time (logged at info, so this start logs at info), and memory. */
-async function startup(dirs: Dirs, users: number): Promise<ScenarioResult> {
-  const { server, spawnToHealthyMs, recovered } = await startAuthd(dirs, 'info');
+async function startup(dirs: Dirs, frontEnd: FrontEndKind, users: number): Promise<ScenarioResult> {
+  const { server, spawnToHealthyMs, recovered } = await startAuthd(dirs, frontEnd, 'info');
   const rss = procStatusBytes(server.pid, 'VmRSS');
   const hwm = procStatusBytes(server.pid, 'VmHWM');
   const recoveredMs = await Promise.race([recovered, new Promise<undefined>((r) => setTimeout(() => r(undefined), recoveredLineWaitMs))]);
@@ -134,11 +160,15 @@ interface CeilingServer {
   stop(): Promise<void>;
 }
 
-/** The minimal uWS server, up for the whole run: measured at its start and end, and beside each scenario whose target is a ratio. */
-async function startCeiling(connections: number, times: typeof fullTimes, postBody: string): Promise<CeilingServer> {
+/** The bare server of the run's front end, up for the whole run: measured at its start and end, and beside each scenario whose target is a ratio. */
+async function startCeiling(frontEnd: FrontEndUsed, connections: number, times: typeof fullTimes, postBody: string): Promise<CeilingServer> {
   const port = await freePort();
-  const ceiling = startChild('ceiling', distPath('bench/ceiling-server.js'), [], { PORT: String(port), HOST: '127.0.0.1' });
+  const ceiling = startChild('ceiling', distPath('bench/ceiling-server.js'), [], { PORT: String(port), HOST: '127.0.0.1', CEILING_FRONT_END: frontEnd.kind });
+  const listening = ceiling.logged((l) => l['msg'] === 'listening');
   await waitHealthy(ceiling, port, startTimeoutMs);
+  // The ceiling loads its uWS build as authd does; were they ever to differ, the ratios would compare two builds.
+  const build = (await listening)['build'];
+  if (build !== frontEnd.build) throw new Error(`the ceiling runs ${String(build)}, authd ${String(frontEnd.build)}`);
   const requests: Record<Method, Parameters<typeof runLoad>[0]['requests']> = {
     GET: [{ method: 'GET', path: '/health' }],
     POST: [{ method: 'POST', path: '/authenticate', body: postBody, headers: { 'content-type': 'application/json' } }],
@@ -172,11 +202,13 @@ function errorRow(id: string, name: string, err: unknown): ScenarioResult {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  const frontEnd = chooseFrontEnd(args.frontEnd);
   const times = args.quick ? quickTimes : fullTimes;
   const started = performance.now();
   const mode = args.quick ? 'quick' : 'full';
   const load1 = loadavg()[0]!;
   log(`${mode} run: ${args.users.toLocaleString('en-US')} users, ${args.connections} connections, ${times.measureS} s per scenario (C: ${times.argon2MeasureS} s) after ${times.warmS} s of warm-up`);
+  log(`front end: ${frontEndName(frontEnd)} on Node ${process.versions.node} (${frontEnd.reason})`);
   if (load1 > busyLoadAverage) log(`warning: load average ${load1.toFixed(2)} before starting; something else is using the CPU and will lower the numbers`);
 
   const root = mkdtempSync(join(args.workDir, 'authd-bench-'));
@@ -202,20 +234,20 @@ async function main(): Promise<void> {
   if (wanted('G')) {
     log('G: start-up');
     try {
-      rows.push(await startup(dirs, fixtures.users));
+      rows.push(await startup(dirs, frontEnd.kind, fixtures.users));
     } catch (err) {
       rows.push(errorRow('G', 'start-up', err));
     }
     log(`G: ${rows[rows.length - 1]!.verdict}`);
   }
 
-  log('ceiling: minimal uWebSockets.js server, GET then POST');
+  log(`ceiling: a bare server on ${frontEndName(frontEnd)}, GET then POST`);
   const postBody = auth.apikeyBodies(fixtures, ApiKeySecrets.load({ keyFile: dirs.keyFile }))[0]!;
-  const ceiling = await startCeiling(args.connections, times, postBody);
+  const ceiling = await startCeiling(frontEnd, args.connections, times, postBody);
   const ceilings = await measureCeilings(ceiling);
   log(`ceiling: GET ${perSec(ceilings.get.reqPerSec)} (p99 ${ms(ceilings.get.ok.p99Ms)} ms), POST ${perSec(ceilings.post.reqPerSec)} (p99 ${ms(ceilings.post.ok.p99Ms)} ms)`);
 
-  const { server, port, spawnToHealthyMs } = await startAuthd(dirs, 'warn');
+  const { server, port, spawnToHealthyMs } = await startAuthd(dirs, frontEnd.kind, 'warn');
   log(`authd up in ${(spawnToHealthyMs / 1000).toFixed(2)} s (pid ${server.pid}, port ${port})`);
   const ctx: ScenarioContext = {
     port, pid: server.pid, dataDir: dirs.dataDir, keyFile: dirs.keyFile, fixtures, micro, connections: args.connections,
@@ -300,28 +332,29 @@ async function main(): Promise<void> {
   const m = machine();
   const report: BenchReport = {
     mode, users: fixtures.users, connections: args.connections, durationS: times.measureS, totalS,
-    machine: m, server: serverEnv(dirs, 0, 'warn'),
+    machine: m, frontEnd, server: serverEnv(dirs, frontEnd.kind, 0, 'warn'),
     ceilings: {
       meanPerSec: ceilingPerSec, runs: ceilingRuns, postBodyBytes: Buffer.byteLength(postBody),
       beside: Object.fromEntries(judged.filter((r) => r.ceilingBesidePerSec !== undefined).map((r) => [r.id, r.ceilingBesidePerSec])),
     },
     scenarios: judged, micro,
   };
-  if (args.only.length === 0) writeReport(resultsPath, report);
+  const resultsFile = resultsPath(frontEnd.kind);
+  if (args.only.length === 0) writeReport(resultsFile, report);
 
   const out = [
     '',
-    `## authd benchmark (${mode}${args.quick ? `: ${fixtures.users.toLocaleString('en-US')} users, ${times.measureS} s runs` : ''})`,
+    `## authd benchmark on ${frontEndName(frontEnd)}, Node ${m.node} (${mode}${args.quick ? `: ${fixtures.users.toLocaleString('en-US')} users, ${times.measureS} s runs` : ''})`,
     `${m.cpus} x ${m.model}, ${m.memoryGiB} GiB, Node ${m.node}, Linux ${m.kernel}; ${m.date}; load average before the run ${load1.toFixed(2)}`,
     `${fixtures.users.toLocaleString('en-US')} users; ${args.connections} connections; ${times.measureS} s per scenario (C: ${times.argon2MeasureS} s) after ${times.warmS} s of warm-up; ` +
-      `ceiling GET ${ceilingRuns.map((c) => perSec(c.get.reqPerSec)).join(' then ')}, POST ${ceilingRuns.map((c) => perSec(c.post.reqPerSec)).join(' then ')}` +
+      `ceiling (a bare server on the same front end) GET ${ceilingRuns.map((c) => perSec(c.get.reqPerSec)).join(' then ')}, POST ${ceilingRuns.map((c) => perSec(c.post.reqPerSec)).join(' then ')}` +
       `${ceilingRuns.length > 1 ? ' (ratios use the mean' : ''}${besideNote(ceilingRuns.length > 1, besideList(judged))}`,
     '',
     scenarioTable(judged),
     '',
     microTable(micro),
     '',
-    args.only.length === 0 ? `took ${totalS.toFixed(0)} s; results in ${resultsPath}` : `took ${totalS.toFixed(0)} s; a partial run (--only), ${resultsPath} left as it was`,
+    args.only.length === 0 ? `took ${totalS.toFixed(0)} s; results in ${resultsFile}` : `took ${totalS.toFixed(0)} s; a partial run (--only), ${resultsFile} left as it was`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -1,4 +1,4 @@
-// What the benchmark reports: result types, number formatting, the one table, and bench/results/latest.json.
+// What the benchmark reports: result types, number formatting, the one table, and bench/results/latest-<front end>.json.
 
 import { cpus, availableParallelism, release, totalmem } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -62,6 +62,17 @@ export interface Machine {
   readonly date: string;
 }
 
+export type FrontEndKind = 'uws' | 'node';
+
+/** The front end both authd and the ceiling ran on (the Node version is the machine's). */
+export interface FrontEndUsed {
+  readonly kind: FrontEndKind;
+  /** The uWS build (package and version), for uws. */
+  readonly build: string | undefined;
+  /** Why this one: asked for, or what the server's FRONT_END=auto would pick here. */
+  readonly reason: string;
+}
+
 export interface BenchReport {
   readonly mode: 'full' | 'quick';
   readonly users: number;
@@ -69,6 +80,7 @@ export interface BenchReport {
   readonly durationS: number;
   readonly totalS: number;
   readonly machine: Machine;
+  readonly frontEnd: FrontEndUsed;
   readonly server: Record<string, string>;
   readonly ceilings: Record<string, unknown>;
   readonly scenarios: ScenarioResult[];
@@ -95,6 +107,11 @@ export function judgeRatios(rows: readonly ScenarioResult[], ceilingPerSec: Read
 export function besideList(rows: readonly ScenarioResult[]): string {
   const ids = rows.filter((r) => r.ceilingBesidePerSec !== undefined).map((r) => r.id);
   return ids.length <= 1 ? ids.join('') : `${ids.slice(0, -1).join(', ')} and ${ids[ids.length - 1]}`;
+}
+
+/** The front end in a report's words: "node:http", or "uWebSockets.js (<package> <version>)". */
+export function frontEndName(frontEnd: FrontEndUsed): string {
+  return frontEnd.kind === 'node' ? 'node:http' : `uWebSockets.js (${frontEnd.build ?? 'unknown build'})`;
 }
 
 export function machine(): Machine {
@@ -132,7 +149,7 @@ function cell(value: string): string {
   return value.replace(/\|/g, '\\|');
 }
 
-/** One Markdown table, pasteable into the README as it is. */
+/** One Markdown table, pasteable into docs/performance.md as it is. */
 export function scenarioTable(scenarios: readonly ScenarioResult[]): string {
   const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'x ceiling', 'target', 'result'];
   const rows = scenarios.map((s) => [
