@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // Wiring only: configuration, logger, recovery, first-start bootstrap, HTTP server, signals.
 
 import { randomBytes } from 'node:crypto';
@@ -5,12 +6,13 @@ import pino, { type Logger } from 'pino';
 import { ApiKeySecrets } from './auth/apikey-secrets.js';
 import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
-import { ConfigError, defaultPublicUrl, loadConfig, type Config } from './config/config.js';
+import { ConfigError, defaultPublicUrl, loadConfig, packageVersion, usage, type Config } from './config/config.js';
 import {
   bodyReceiveTimeoutMs, hashQueueMax, indexTurnMs, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
   shutdownGraceMs, verifyCacheEntriesMax,
 } from './config/limits.js';
-import { loadUws, startServer, type RunningServer } from './http/adapter.js';
+import type { HttpRequest, RunningServer } from './http/adapter.js';
+import { chooseFrontEnd, FrontEndError } from './http/front-end.js';
 import { Metrics } from './http/metrics.js';
 import { createPipeline, errorReply } from './http/pipeline.js';
 import { Renderer } from './http/render.js';
@@ -31,7 +33,6 @@ import { MicrosClock } from './store/clock.js';
 import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
-import type { HttpRequest } from './http/adapter.js';
 
 /** The logger, and the output under it that audit lines are written to directly (src/service/audit.ts). */
 function createLogger(level: string): { logger: Logger; out: LogWriter } {
@@ -74,7 +75,16 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage());
+    return;
+  }
+  if (argv.includes('--version')) {
+    process.stdout.write(`authd ${packageVersion()}\n`);
+    return;
+  }
+  const config = loadConfig(process.env, argv);
   const { logger, out } = createLogger(config.logLevel);
   if (config.repair) {
     // --repair: fix what recovery refuses (back up, cut at the damage), say what was dropped, and stop.
@@ -85,7 +95,8 @@ async function main(): Promise<void> {
     return;
   }
   // Before any data is touched: a server that will not serve must not bootstrap a data directory either.
-  loadUws(config.allowUwsFallback);
+  const frontEnd = chooseFrontEnd(config.frontEnd);
+  logger.info({ frontEnd: frontEnd.kind, build: frontEnd.build, reason: frontEnd.reason, node: process.versions.node }, 'front end');
   const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
 
@@ -142,9 +153,8 @@ async function main(): Promise<void> {
   });
   const requestLogOn = logger.isLevelEnabled('info');
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
-  const server: RunningServer = await startServer({
+  const server: RunningServer = await frontEnd.start({
     host: config.host, port: config.port, bodyBytesMax: config.bodyBytesMax, bodyReceiveTimeoutMs,
-    allowSlowFallback: config.allowUwsFallback,
     handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
     onFinished: (req, status, ms, route) => {
       metrics.requestFinished(route, status, ms);
@@ -153,7 +163,6 @@ async function main(): Promise<void> {
     },
     earlyReply: (kind) => errorReply({ startedAt: performance.now() } as HttpRequest, kind),
   });
-  if (!server.native) logger.warn('running on the slow pure-JS uWebSockets.js fallback (ALLOW_UWS_FALLBACK)');
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
@@ -205,5 +214,5 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`authd: cannot start: ${message}\n`);
-  process.exit(err instanceof ConfigError ? 2 : 1);
+  process.exit(err instanceof ConfigError || err instanceof FrontEndError ? 2 : 1);
 });

@@ -1,8 +1,9 @@
-// The TCP peer's address as the audit trail records it: each connection's own, whichever peers came before it (the adapter keeps the texts by binary address), on an IPv4 and on a dual-stack listener.
+// The TCP peer's address as the audit trail records it: each connection's own, whichever peers came before it, on an IPv4 and on a dual-stack listener, in one form on both front ends.
 
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, test } from 'node:test';
+import { addressFromText, addressText } from '../src/http/adapter.js';
 import { startServer, type ServerProcess } from './helpers/server.js';
 
 const servers: ServerProcess[] = [];
@@ -36,15 +37,27 @@ test('an IPv4 listener records each peer\'s own address, repeated and alternatin
   assert.deepEqual(await addressesOf(server, from.map((f) => ['127.0.0.1', f])), from);
 });
 
-test('a dual-stack listener records IPv6 peers and IPv4-mapped peers as uWS writes them', async () => {
+test('a dual-stack listener records IPv6 peers in short form and IPv4-mapped peers as IPv4', async () => {
   const server = await startServer({ env: { HOST: '::' } });
   servers.push(server);
   const addresses = await addressesOf(server, [['::1', '::1'], ['127.0.0.1', '127.0.0.2'], ['::1', '::1'], ['127.0.0.1', '127.0.0.1'], ['127.0.0.1', '127.0.0.2']]);
-  assert.deepEqual(addresses, [
-    '0000:0000:0000:0000:0000:0000:0000:0001',
-    '0000:0000:0000:0000:0000:ffff:7f00:0002',
-    '0000:0000:0000:0000:0000:0000:0000:0001',
-    '0000:0000:0000:0000:0000:ffff:7f00:0001',
-    '0000:0000:0000:0000:0000:ffff:7f00:0002',
-  ]);
+  assert.deepEqual(addresses, ['::1', '127.0.0.2', '::1', '127.0.0.1', '127.0.0.2']);
+});
+
+test('addressText writes IPv6 as RFC 5952 does (as the WHATWG URL serializer does) and mapped IPv4 as IPv4', () => {
+  let seed = 0x2545f491;
+  const next = (): number => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return seed >>> 0; };
+  for (let round = 0; round < 5000; round++) {
+    const raw = new Uint8Array(16);
+    // Mostly zero groups, so runs of every length and position come up.
+    for (let g = 0; g < 8; g++) if (next() % 3 === 0) { const v = next() & 0xffff; raw[2 * g] = v >> 8; raw[2 * g + 1] = v & 0xff; }
+    const full = Array.from({ length: 8 }, (_, g) => ((raw[2 * g]! << 8) | raw[2 * g + 1]!).toString(16)).join(':');
+    const mapped = raw.subarray(0, 10).every((b) => b === 0) && raw[10] === 0xff && raw[11] === 0xff;
+    const expected = mapped ? raw.subarray(12).join('.') : new URL(`http://[${full}]/`).hostname.slice(1, -1);
+    assert.equal(addressText(raw), expected, `seed round ${round}: ${full}`);
+  }
+  assert.equal(addressText(new Uint8Array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3])), '10.1.2.3');
+  assert.equal(addressText(new Uint8Array([192, 168, 0, 1])), '192.168.0.1');
+  assert.equal(addressFromText('::ffff:127.0.0.2'), '127.0.0.2');
+  assert.equal(addressFromText('::1'), '::1');
 });

@@ -1,5 +1,6 @@
 // Run-time configuration from the environment and the same names as command-line flags (--port 8080, --data-dir=...).
 
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
   argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, bodyBytesMax,
@@ -29,7 +30,7 @@ export interface Config {
   readonly snapshotEverySeconds: number;
   readonly bodyBytesMax: number;
   readonly realm: string;
-  readonly allowUwsFallback: boolean;
+  readonly frontEnd: FrontEndSetting;
   readonly bruteForce: {
     /** Failures per account before each lockout step; 0: no account lockout. */
     readonly failureFactor: number;
@@ -67,7 +68,7 @@ export const settings = {
   SNAPSHOT_EVERY_SECONDS: { default: String(snapshotEverySecondsDefault), help: 'Take a snapshot at least this often when something changed.' },
   BODY_BYTES_MAX: { default: String(bodyBytesMax), help: 'Largest request body (bytes); larger ones get 413.' },
   REALM: { default: 'authd', help: 'Realm named in WWW-Authenticate.' },
-  ALLOW_UWS_FALLBACK: { default: '0', help: 'Set to 1 to run on uWebSockets.js\' slow pure-JS fallback when its native binary cannot load.' },
+  FRONT_END: { default: 'auto', help: 'HTTP front end: auto (uWebSockets.js where a build of it loads, else node:http), uws (refuse to start unless uWS loads), node (node:http).' },
   BRUTE_FORCE_FAILURE_FACTOR: { default: String(bruteForceFailureFactorDefault), help: 'Failed authentications of one account before each temporary lockout (0: none).' },
   BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: { default: String(bruteForceAddressFailureFactorDefault), help: 'Failed authentications from one client address (IPv6: its /64) before each lockout of that address (0: none).' },
   BRUTE_FORCE_WAIT_INCREMENT_S: { default: String(bruteForceWaitIncrementMsDefault / 1000), help: 'Each lockout lasts this much longer than the one before.' },
@@ -79,7 +80,7 @@ export const settings = {
 } as const;
 
 /** Settings that are switches: `--repair` alone turns it on. */
-const switches: ReadonlySet<string> = new Set(['REPAIR', 'ALLOW_UWS_FALLBACK']);
+const switches: ReadonlySet<string> = new Set(['REPAIR']);
 
 export type SettingName = keyof typeof settings;
 
@@ -109,6 +110,14 @@ export function parseFlags(argv: readonly string[]): Partial<Record<SettingName,
   return out;
 }
 
+const frontEndSettings = ['auto', 'uws', 'node'] as const;
+export type FrontEndSetting = (typeof frontEndSettings)[number];
+
+function oneOf<T extends string>(name: SettingName, raw: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
 function integer(name: SettingName, raw: string, min: number, max: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer in ${min}..${max}, got "${raw}"`);
@@ -123,8 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   };
   const port = integer('PORT', get('PORT') ?? '8080', 0, 65535);
   const host = get('HOST') ?? '0.0.0.0';
-  const fsync = get('FSYNC') ?? 'always';
-  if (fsync !== 'always' && fsync !== 'interval' && fsync !== 'off') throw new ConfigError(`FSYNC must be always, interval or off, got "${fsync}"`);
+  const fsync = oneOf('FSYNC', get('FSYNC') ?? 'always', ['always', 'interval', 'off'] as const);
   const publicUrl = get('PUBLIC_URL')?.replace(/\/+$/, '');
   if (publicUrl !== undefined && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(publicUrl)) {
     throw new ConfigError(`PUBLIC_URL must be an http(s) URL, got "${publicUrl}"`);
@@ -153,7 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
     snapshotEverySeconds: integer('SNAPSHOT_EVERY_SECONDS', get('SNAPSHOT_EVERY_SECONDS') ?? String(snapshotEverySecondsDefault), 1, 1e7),
     bodyBytesMax: integer('BODY_BYTES_MAX', get('BODY_BYTES_MAX') ?? String(bodyBytesMax), 1024, 64 * 1024 * 1024),
     realm: (get('REALM') ?? 'authd').replace(/["\\]/g, ''),
-    allowUwsFallback: get('ALLOW_UWS_FALLBACK') === '1' || get('ALLOW_UWS_FALLBACK') === 'true',
+    frontEnd: oneOf('FRONT_END', get('FRONT_END') ?? 'auto', frontEndSettings),
     bruteForce: {
       failureFactor: integer('BRUTE_FORCE_FAILURE_FACTOR', get('BRUTE_FORCE_FAILURE_FACTOR') ?? String(bruteForceFailureFactorDefault), 0, 1e6),
       addressFailureFactor: integer('BRUTE_FORCE_ADDRESS_FAILURE_FACTOR', get('BRUTE_FORCE_ADDRESS_FAILURE_FACTOR') ?? String(bruteForceAddressFailureFactorDefault), 0, 1e6),
@@ -165,4 +173,27 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
     },
     repair: get('REPAIR') === '1' || get('REPAIR') === 'true',
   };
+}
+
+/** The package's version, read from its package.json (three levels above dist/src/config/). */
+export function packageVersion(): string {
+  const text = readFileSync(new URL('../../../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
+
+/** `authd --help`: how to start it and every setting with its default. */
+export function usage(): string {
+  const names = Object.keys(settings) as SettingName[];
+  const width = Math.max(...names.map((n) => n.length));
+  const lines = names.map((name) => `  ${name.padEnd(width)}  ${settings[name].help} (default: ${settings[name].default})`);
+  return [
+    'Usage: authd [--setting value ...]',
+    '',
+    'Starts the authentication service. Each setting is read from the environment or from a flag of the same',
+    'name (--data-dir ./data is DATA_DIR=./data; a flag wins). --help prints this, --version the version.',
+    '',
+    'Settings:',
+    ...lines,
+    '',
+  ].join('\n');
 }

@@ -204,10 +204,14 @@ export const apikeyDerivedSecretsMax = 100_000;
 export const perProcessKeyBytes = 32;
 /** The niceness of a hash worker thread (Linux; 0 is the event loop's): argon2 yields the CPU to replies and the garbage collector. */
 export const hashWorkerNiceness = 10;
-/** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before uWS copies them out (src/http/adapter.ts). */
+/** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before uWS copies them out (src/http/front-uws.ts). */
 export const replyEncodeBytesMax = 64 * 1024;
-/** Peer addresses whose text is kept by their binary form (src/http/adapter.ts); the cache starts over when full. */
+/** Peer addresses whose text is kept by their binary form (src/http/front-uws.ts); the cache starts over when full. */
 export const peerAddressTextsMax = 4096;
+/** A request line and header fields larger than this are answered 431 and the connection closed (node:http's own default). */
+export const headerBytesMax = 16 * 1024;
+/** A connection with no request in progress is closed after this long: uWS's fixed HTTP idle timeout, applied to node:http too. */
+export const connectionIdleMs = 10_000;
 /** Random bytes fetched at once for new ids (src/store/ids.ts): ids are public, so a pool of them in memory gives nothing away. */
 export const randomPoolBytes = 4096;
 /** Longest message the keyed hash handles in its reused buffer (a Basic password is at most the header); longer ones take a fresh buffer. */

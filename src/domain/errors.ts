@@ -19,6 +19,7 @@ export const errorCatalog = {
   limit_exceeded: { status: 409, message: 'A per-entity limit would be exceeded.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json.' },
+  headers_too_large: { status: 431, message: 'The request\'s header fields are too large.' },
   overloaded: { status: 503, message: 'The service is overloaded; retry later.' },
   storage_unavailable: { status: 503, message: 'The service cannot make changes durable right now; retry later.' },
   starting: { status: 503, message: 'The service is starting.' },

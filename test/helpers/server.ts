@@ -106,6 +106,8 @@ export class ServerProcess {
       ADMIN_EMAIL: adminEmail,
       ADMIN_PASSWORD: adminPassword,
       LOG_LEVEL: 'info',
+      // The suite runs once per front end (test/run-suite.ts).
+      ...(process.env['FRONT_END'] === undefined ? {} : { FRONT_END: process.env['FRONT_END'] }),
       ...fastHashingEnv,
       ...opts.env,
     };

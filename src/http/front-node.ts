@@ -1,0 +1,244 @@
+// The node:http front end, for hosts where no uWebSockets.js build loads: the same requests, limits, replies and shutdown as src/http/front-uws.ts.
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
+import {
+  addressFromText, closesConnection, ReceivingList, statusLine, streamChunksPerTurn,
+  type AdapterOptions, type BodyText, type EarlyReplyKind, type HttpRequest, type Linked, type Reply, type RunningServer,
+} from './adapter.js';
+
+const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
+
+/** Each reply's own bytes: node:http may still hold a body it was handed after end() returns, so no buffer is reused. */
+function bodyBytes(body: BodyText): Buffer {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  return Buffer.concat(body.map((piece) => (typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece)));
+}
+
+/** The status line's reason phrase as uWS sends it (node:http's own differ for some codes). */
+function reasonPhrase(status: number): string {
+  return statusLine(status).slice(String(status).length + 1);
+}
+
+/** The flat header list of a reply: [name, value, name, value, ...]. */
+function headerList(reply: Reply, contentLength: number | undefined): string[] {
+  const list = ['Content-Type', reply.contentType ?? 'application/json'];
+  if (reply.headers !== undefined) for (const [name, value] of reply.headers) list.push(name, value);
+  if (contentLength !== undefined) list.push('Content-Length', String(contentLength));
+  if (closesConnection(reply.status)) list.push('Connection', 'close');
+  return list;
+}
+
+/** A whole response as raw bytes, for refusals node:http's parser makes before any request object exists. */
+function rawReply(reply: Reply): Buffer {
+  const body = bodyBytes(reply.body);
+  const list = headerList(reply, body.length);
+  let head = `HTTP/1.1 ${statusLine(reply.status)}\r\n`;
+  for (let i = 0; i < list.length; i += 2) head += `${list[i]}: ${list[i + 1]}\r\n`;
+  return Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]);
+}
+
+/**
+ * The parser's refusals that the uWS front end answers too (it detects them itself) get the same envelope.
+ * Any other malformed request (two Content-Lengths among them) is dropped without an answer, as uWS drops it.
+ */
+const answeredParseErrors: ReadonlyMap<string, EarlyReplyKind> = new Map([['HPE_HEADER_OVERFLOW', 'headers_too_large']]);
+
+interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
+
+/** A request whose body is still arriving. */
+interface Receiving extends Linked<Receiving> {
+  readonly res: ServerResponse;
+  readonly state: RequestState;
+  readonly request: CapturedRequest;
+}
+
+/** A request as handlers see it; the peer address is read from the socket only when asked for, and kept. */
+class CapturedRequest implements HttpRequest {
+  body: Buffer | undefined = undefined;
+  #address: string | undefined;
+  readonly #socket: Socket;
+
+  constructor(
+    readonly method: string, readonly path: string, readonly query: string, readonly authorization: string,
+    readonly contentType: string, readonly startedAt: number, socket: Socket,
+  ) {
+    this.#socket = socket;
+  }
+
+  get remoteAddress(): string {
+    this.#address ??= addressFromText(this.#socket.remoteAddress);
+    return this.#address;
+  }
+}
+
+export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  /** As in the uWS front end: one sweep answers 408 to bodies older than bodyReceiveTimeoutMs. */
+  const receiving = new ReceivingList<Receiving>();
+  setInterval(() => {
+    const startedBefore = performance.now() - opts.bodyReceiveTimeoutMs;
+    for (let entry = receiving.oldest; entry !== undefined && entry.request.startedAt <= startedBefore; entry = receiving.oldest) {
+      receiving.remove(entry);
+      finish(entry.res, entry.state, entry.request, opts.earlyReply('request_timeout'));
+    }
+  }, bodyReceiveSweepMs).unref();
+
+  const settle = (state: RequestState, request: HttpRequest, reply: Reply): void => {
+    state.done = true;
+    inFlight--;
+    opts.onFinished(request, reply.status, performance.now() - request.startedAt, reply.route);
+    if (inFlight === 0 && drained !== undefined) drained();
+  };
+
+  /** Writes chunks until the socket pushes back, then waits for 'drain'; yields the event loop every streamChunksPerTurn chunks. */
+  const pumpStream = (res: ServerResponse, state: RequestState, request: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
+    for (let written = 0; written < streamChunksPerTurn; written++) {
+      if (state.aborted) return;
+      let next: IteratorResult<string>;
+      try {
+        next = stream.next();
+      } catch {
+        // Headers are gone already: cut the connection so the client sees a broken body.
+        res.destroy();
+        return;
+      }
+      if (next.done === true) {
+        res.end();
+        settle(state, request, reply);
+        return;
+      }
+      if (next.value === '') break;
+      if (!res.write(next.value)) {
+        res.once('drain', () => setImmediate(() => pumpStream(res, state, request, reply, stream)));
+        return;
+      }
+    }
+    setImmediate(() => pumpStream(res, state, request, reply, stream));
+  };
+
+  const finish = (res: ServerResponse, state: RequestState, request: HttpRequest, reply: Reply): void => {
+    if (state.done || state.streaming) return;
+    const stream = reply.stream;
+    if (stream === undefined) {
+      const body = bodyBytes(reply.body);
+      res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, body.length));
+      res.end(body);
+      settle(state, request, reply);
+      return;
+    }
+    state.streaming = true;
+    res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, undefined));
+    res.write(bodyBytes(reply.body));
+    pumpStream(res, state, request, reply, stream);
+  };
+
+  const dispatch = (res: ServerResponse, state: RequestState, request: HttpRequest): void => {
+    let result: Reply | Promise<Reply>;
+    try {
+      result = opts.handler(request);
+    } catch {
+      result = opts.earlyReply('internal');
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (reply) => finish(res, state, request, reply),
+        () => finish(res, state, request, opts.earlyReply('internal')),
+      );
+    } else {
+      finish(res, state, request, result);
+    }
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const startedAt = performance.now();
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const headers = req.headers;
+    const request = new CapturedRequest(
+      req.method ?? 'GET', q === -1 ? url : url.slice(0, q), q === -1 ? '' : url.slice(q + 1),
+      headers.authorization ?? '', headers['content-type'] ?? '', startedAt, req.socket,
+    );
+    const state: RequestState = { aborted: false, done: false, streaming: false };
+    inFlight++;
+    res.on('close', () => {
+      // Closed before the reply was finished: the client went away (or the stream was cut).
+      if (res.writableFinished) return;
+      state.aborted = true;
+      if (!state.done) { state.done = true; inFlight--; if (inFlight === 0 && drained !== undefined) drained(); }
+    });
+
+    if (!methodsWithBody.has(request.method)) {
+      dispatch(res, state, request);
+      return;
+    }
+    const contentLength = headers['content-length'];
+    if (contentLength !== undefined && Number(contentLength) > opts.bodyBytesMax) {
+      finish(res, state, request, opts.earlyReply('payload_too_large'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const entry: Receiving = { res, state, request, older: undefined, newer: undefined };
+    receiving.add(entry);
+    req.on('data', (chunk: Buffer) => {
+      if (state.done) return;
+      received += chunk.length;
+      if (received > opts.bodyBytesMax) {
+        receiving.remove(entry);
+        finish(res, state, request, opts.earlyReply('payload_too_large'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      receiving.remove(entry);
+      if (state.done) return;
+      request.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
+      dispatch(res, state, request);
+    });
+  };
+
+  const server = createServer({
+    maxHeaderSize: headerBytesMax,
+    keepAliveTimeout: connectionIdleMs,
+    headersTimeout: connectionIdleMs,
+    // Bodies are timed by the sweep above, as in the uWS front end.
+    requestTimeout: 0,
+    // uWS neither requires Host nor joins repeated headers.
+    requireHostHeader: false,
+    noDelay: true,
+  }, onRequest);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    const kind = err.code === undefined ? undefined : answeredParseErrors.get(err.code);
+    if (kind === undefined || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const reply = opts.earlyReply(kind);
+    opts.onFinished({ method: '', path: '' }, reply.status, 0, undefined);
+    socket.end(rawReply(reply));
+  });
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      resolve({
+        port: typeof address === 'object' && address !== null ? address.port : opts.port,
+        close(graceMs: number): Promise<void> {
+          server.close();
+          server.closeIdleConnections();
+          if (inFlight === 0) return Promise.resolve();
+          return new Promise((done) => {
+            const timer = setTimeout(done, graceMs);
+            drained = () => { clearTimeout(timer); done(); };
+          });
+        },
+      });
+    });
+  });
+}

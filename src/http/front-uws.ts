@@ -1,0 +1,324 @@
+// The uWebSockets.js front end and, with src/http/uws-loader.ts, the only code that touches uWS: request capture, bounded bodies, corked replies, shutdown.
+
+import type * as Uws from 'uWebSockets.js';
+import { bodyReceiveSweepMs, headerBytesMax, peerAddressTextsMax, replyEncodeBytesMax } from '../config/limits.js';
+import {
+  addressText, closesConnection, joined, ReceivingList, statusLine, statusLines, streamChunksPerTurn,
+  type AdapterOptions, type BodyText, type HttpRequest, type Linked, type Reply, type RunningServer,
+} from './adapter.js';
+
+/*
+ * uWS copies every string it is handed into a freshly allocated UTF-8 buffer (malloc, a length pass, a
+ * write pass, free), while a Buffer it reads in place. The status lines and the Content-Type header are
+ * therefore encoded once, and a reply body is encoded into one reused buffer: uWS has copied it into the
+ * socket (or its own backpressure buffer) by the time end() returns.
+ */
+const encodedStatusLines = new Map(Object.keys(statusLines).map((status) => [Number(status), Buffer.from(statusLine(Number(status)))]));
+const contentTypeName = Buffer.from('Content-Type');
+const jsonContentType = Buffer.from('application/json');
+const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
+
+/** The body as bytes in replyScratch (valid until the next call), or as one string when it may not fit. */
+function encodedBody(body: BodyText): string | Buffer {
+  if (typeof body === 'string') return body.length * 3 > replyEncodeBytesMax ? body : replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
+  // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
+  let bytesMax = 0;
+  for (const piece of body) bytesMax += typeof piece === 'string' ? piece.length * 3 : piece.byteLength;
+  if (bytesMax > replyEncodeBytesMax) return joined(body);
+  let end = 0;
+  for (const piece of body) {
+    if (typeof piece === 'string') end += replyScratch.write(piece, end, 'utf8');
+    else {
+      replyScratch.set(piece, end);
+      end += piece.byteLength;
+    }
+  }
+  return replyScratch.subarray(0, end);
+}
+
+/**
+ * Peer addresses as text, by their binary form read as a number: IPv4 as itself, IPv4-mapped IPv6 as
+ * -1 - itself. Every uWS address call is a getpeername system call and a new ArrayBuffer; POST
+ * /authenticate reads the peer on every request, and client applications reach us from few addresses
+ * over pooled connections, so keeping the text by the binary form mostly hits.
+ */
+const peerTexts = new Map<number, string>();
+
+function peerKey(raw: Uint8Array): number | undefined {
+  if (raw.length === 4) return ((raw[0]! << 24) | (raw[1]! << 16) | (raw[2]! << 8) | raw[3]!) >>> 0;
+  if (raw.length !== 16 || raw[10] !== 0xff || raw[11] !== 0xff) return undefined;
+  for (let i = 0; i < 10; i++) if (raw[i] !== 0) return undefined;
+  return -1 - (((raw[12]! << 24) | (raw[13]! << 16) | (raw[14]! << 8) | raw[15]!) >>> 0);
+}
+
+function remoteAddressOf(res: Uws.HttpResponse): string {
+  const raw = new Uint8Array(res.getRemoteAddress());
+  const key = peerKey(raw);
+  let text = key === undefined ? undefined : peerTexts.get(key);
+  if (text === undefined) {
+    text = addressText(raw);
+    if (key !== undefined) {
+      if (peerTexts.size >= peerAddressTextsMax) peerTexts.clear();
+      peerTexts.set(key, text);
+    }
+  }
+  return text;
+}
+
+/** uWS reports methods in lower case; the usual ones map to constants instead of a new upper-cased string per request. */
+const upperMethods: ReadonlyMap<string, string> = new Map(['get', 'post', 'put', 'delete', 'patch', 'head', 'options'].map((m) => [m, m.toUpperCase()]));
+const methodsWithBody: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
+
+interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
+
+/** A request whose body is still arriving. */
+interface Receiving extends Linked<Receiving> {
+  readonly res: Uws.HttpResponse;
+  readonly state: RequestState;
+  readonly request: CapturedRequest;
+}
+
+interface RequestMeta { readonly method: string; readonly path: string; readonly startedAt: number }
+
+/**
+ * A request copied out of uWS before the handler runs. The peer address is asked for only when read
+ * (uWS answers it with a getpeername call, a syscall that /health and other public routes do not need)
+ * and kept from then on; read it before the first await, as the pipeline does, and it is there after.
+ */
+class CapturedRequest implements HttpRequest {
+  body: Buffer | undefined = undefined;
+  authorization = '';
+  contentType = '';
+  #address: string | undefined;
+  readonly #res: Uws.HttpResponse;
+  readonly #state: RequestState;
+
+  constructor(
+    readonly method: string, readonly path: string, readonly query: string, readonly startedAt: number,
+    res: Uws.HttpResponse, state: RequestState,
+  ) {
+    this.#res = res;
+    this.#state = state;
+  }
+
+  get remoteAddress(): string {
+    // Once answered or aborted, res must not be touched again.
+    this.#address ??= this.#state.done ? '' : remoteAddressOf(this.#res);
+    return this.#address;
+  }
+}
+
+/**
+ * The headers the service reads, gathered in one pass over all of them, which also sizes them and counts
+ * Content-Lengths: uWS itself takes the first of two and sets no size limit short of its buffer, where
+ * node:http refuses both (request smuggling, memory).
+ */
+class HeaderScan {
+  authorization = '';
+  contentType = '';
+  contentLength = '';
+  contentLengths = 0;
+  bytes = 0;
+  readonly visit = (key: string, value: string): void => {
+    this.bytes += key.length + value.length + 4;
+    if (key === 'authorization') this.authorization = value;
+    else if (key === 'content-type') this.contentType = value;
+    else if (key === 'content-length') { this.contentLength = value; this.contentLengths++; }
+  };
+
+  reset(requestLineBytes: number): void {
+    this.authorization = '';
+    this.contentType = '';
+    this.contentLength = '';
+    this.contentLengths = 0;
+    this.bytes = requestLineBytes;
+  }
+}
+
+export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<RunningServer> {
+  const app = uws.App();
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  // One scan object for every request: uWS calls the handler synchronously, one request at a time.
+  const scan = new HeaderScan();
+  /**
+   * Requests whose body is still arriving. One sweep every bodyReceiveSweepMs answers 408 to those older
+   * than bodyReceiveTimeoutMs, instead of a timer set and cleared per request (a Timeout object to
+   * collect on every POST). An aborted request stays until the sweep reaches it; finish() does nothing
+   * for it. Unref'd: it keeps no process alive, and it goes on after close() for the connections still open.
+   */
+  const receiving = new ReceivingList<Receiving>();
+  setInterval(() => {
+    const startedBefore = performance.now() - opts.bodyReceiveTimeoutMs;
+    for (let entry = receiving.oldest; entry !== undefined && entry.request.startedAt <= startedBefore; entry = receiving.oldest) {
+      receiving.remove(entry);
+      finish(entry.res, entry.state, entry.request, opts.earlyReply('request_timeout'));
+    }
+  }, bodyReceiveSweepMs).unref();
+
+  const settle = (state: RequestState, meta: RequestMeta, reply: Reply): void => {
+    state.done = true;
+    inFlight--;
+    opts.onFinished(meta, reply.status, performance.now() - meta.startedAt, reply.route);
+    if (inFlight === 0 && drained !== undefined) drained();
+  };
+
+  const writeHead = (res: Uws.HttpResponse, reply: Reply): void => {
+    res.writeStatus(encodedStatusLines.get(reply.status) ?? statusLine(reply.status));
+    res.writeHeader(contentTypeName, reply.contentType ?? jsonContentType);
+    if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
+  };
+
+  /**
+   * Writes chunks until the socket pushes back, then waits for onWritable; after streamChunksPerTurn
+   * chunks it yields the event loop, so one huge listing never holds up other requests or memory.
+   */
+  const pumpStream = (res: Uws.HttpResponse, state: RequestState, meta: RequestMeta, reply: Reply, stream: Iterator<string>): void => {
+    for (let written = 0; written < streamChunksPerTurn; written++) {
+      if (state.aborted) return;
+      let next: IteratorResult<string>;
+      try {
+        next = stream.next();
+      } catch {
+        // Headers are gone already: all that is left is to cut the connection so the client sees a broken body.
+        res.close();
+        return;
+      }
+      if (next.done === true) {
+        res.end();
+        settle(state, meta, reply);
+        return;
+      }
+      // The producer did a slice of work and yields the event loop (streamPause, src/http/pipeline.ts).
+      if (next.value === '') break;
+      if (!res.write(next.value)) {
+        res.onWritable(() => {
+          setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
+          return true;
+        });
+        return;
+      }
+    }
+    setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
+  };
+
+  const finish = (res: Uws.HttpResponse, state: RequestState, meta: RequestMeta, reply: Reply): void => {
+    // An aborted request is already settled by onAborted.
+    if (state.done || state.streaming) return;
+    const stream = reply.stream;
+    if (stream === undefined) {
+      res.cork(() => {
+        writeHead(res, reply);
+        const body = encodedBody(reply.body);
+        // A HEAD answer has headers and no body, as node:http sends it. The connection closes after it: this
+        // uWS build takes the connection to be still answering after endWithoutBody and cuts it at the next request.
+        if (meta.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
+        else res.end(body, closesConnection(reply.status));
+      });
+      settle(state, meta, reply);
+      return;
+    }
+    state.streaming = true;
+    res.cork(() => {
+      writeHead(res, reply);
+      res.write(encodedBody(reply.body));
+      pumpStream(res, state, meta, reply, stream);
+    });
+  };
+
+  const dispatch = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest): void => {
+    let result: Reply | Promise<Reply>;
+    try {
+      result = opts.handler(request);
+    } catch {
+      result = opts.earlyReply('internal');
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (reply) => finish(res, state, request, reply),
+        () => finish(res, state, request, opts.earlyReply('internal')),
+      );
+    } else {
+      finish(res, state, request, result);
+    }
+  };
+
+  app.any('/*', (res, req) => {
+    const startedAt = performance.now();
+    const method = req.getMethod();
+    const url = req.getUrl();
+    const query = req.getQuery() ?? '';
+    scan.reset(method.length + url.length + query.length + 12);
+    req.forEach(scan.visit);
+    const state: RequestState = { aborted: false, done: false, streaming: false };
+    const request = new CapturedRequest(upperMethods.get(method) ?? method.toUpperCase(), url, query, startedAt, res, state);
+    request.authorization = scan.authorization;
+    request.contentType = scan.contentType;
+    const contentLength = scan.contentLength;
+    inFlight++;
+    res.onAborted(() => {
+      state.aborted = true;
+      if (!state.done) { state.done = true; inFlight--; if (inFlight === 0 && drained !== undefined) drained(); }
+    });
+
+    if (scan.bytes > headerBytesMax) {
+      finish(res, state, request, opts.earlyReply('headers_too_large'));
+      return;
+    }
+    if (scan.contentLengths > 1) {
+      // Request smuggling: cut the connection, as both parsers do with any other malformed framing. An answer
+      // cannot be sent first: it waits in the socket's cork while uWS goes on to serve what follows.
+      res.close();
+      return;
+    }
+    if (!methodsWithBody.has(method)) {
+      dispatch(res, state, request);
+      return;
+    }
+    // Bounded while streaming: refuse on the declared length, then re-check the running length per chunk.
+    if (contentLength !== '' && Number(contentLength) > opts.bodyBytesMax) {
+      finish(res, state, request, opts.earlyReply('payload_too_large'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const entry: Receiving = { res, state, request, older: undefined, newer: undefined };
+    receiving.add(entry);
+    res.onData((chunk, isLast) => {
+      if (state.done) return;
+      received += chunk.byteLength;
+      if (received > opts.bodyBytesMax) {
+        receiving.remove(entry);
+        finish(res, state, request, opts.earlyReply('payload_too_large'));
+        return;
+      }
+      // uWS neuters the ArrayBuffer after this callback returns: copy it.
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) {
+        receiving.remove(entry);
+        request.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
+        dispatch(res, state, request);
+      }
+    });
+  });
+
+  return new Promise((resolve, reject) => {
+    app.listen(opts.host, opts.port, (listenSocket) => {
+      if (listenSocket === false) {
+        reject(new Error(`cannot listen on ${opts.host}:${opts.port}`));
+        return;
+      }
+      resolve({
+        port: uws.us_socket_local_port(listenSocket),
+        close(graceMs: number): Promise<void> {
+          uws.us_listen_socket_close(listenSocket);
+          if (inFlight === 0) return Promise.resolve();
+          return new Promise((done) => {
+            const timer = setTimeout(done, graceMs);
+            drained = () => { clearTimeout(timer); done(); };
+          });
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,182 @@
+// HTTP on the wire, the same on both front ends: framing refusals (two Content-Lengths, oversized headers), pipelining, aborted and slow bodies, reply headers.
+
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, test } from 'node:test';
+import { headerBytesMax } from '../src/config/limits.js';
+import { adminEmail, adminPassword, basicAuth, startServer, type ServerProcess } from './helpers/server.js';
+
+let server: ServerProcess;
+
+before(async () => {
+  server = await startServer();
+});
+
+after(async () => {
+  await server.dispose();
+});
+
+interface WireResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** Every complete response in `bytes` (Content-Length framed: the service answers so, except streamed listings). */
+function parseResponses(bytes: Buffer): WireResponse[] {
+  const out: WireResponse[] = [];
+  let at = 0;
+  for (;;) {
+    const end = bytes.indexOf('\r\n\r\n', at);
+    if (end < 0) return out;
+    const lines = bytes.subarray(at, end).toString('latin1').split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const line of lines.slice(1)) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
+    const length = Number(headers['content-length'] ?? 0);
+    if (bytes.length < end + 4 + length) return out;
+    out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: bytes.subarray(end + 4, end + 4 + length).toString('utf8') });
+    at = end + 4 + length;
+  }
+}
+
+/**
+ * Writes each part in turn (waiting `gapMs` between them), then reads until the server closes the
+ * connection or `quietMs` pass without a byte. `abortAfterParts` closes from our side instead.
+ */
+function exchange(parts: readonly (string | Buffer)[], opts: { gapMs?: number; quietMs?: number; abortAfterParts?: number } = {}): Promise<{ responses: WireResponse[]; raw: Buffer; closedByServer: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(server.port, '127.0.0.1');
+    let received = Buffer.alloc(0);
+    let quiet: NodeJS.Timeout | undefined;
+    let done = false;
+    const finish = (closedByServer: boolean): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(quiet);
+      socket.destroy();
+      resolve({ responses: parseResponses(received), raw: received, closedByServer });
+    };
+    const rearm = (): void => {
+      clearTimeout(quiet);
+      quiet = setTimeout(() => finish(false), opts.quietMs ?? 700);
+    };
+    socket.on('data', (chunk: Buffer) => { received = Buffer.concat([received, chunk]); rearm(); });
+    socket.on('close', () => finish(true));
+    socket.on('error', (err: NodeJS.ErrnoException) => { if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') reject(err); });
+    socket.on('connect', async () => {
+      for (let i = 0; i < parts.length; i++) {
+        if (i > 0 && opts.gapMs !== undefined) await new Promise((r) => setTimeout(r, opts.gapMs));
+        if (socket.destroyed) return;
+        socket.write(parts[i]!);
+        if (opts.abortAfterParts === i + 1) {
+          socket.destroy();
+          finish(false);
+          return;
+        }
+      }
+      rearm();
+    });
+  });
+}
+
+const auth = basicAuth(adminEmail, adminPassword);
+
+function errorCode(res: WireResponse): string {
+  return (JSON.parse(res.body) as { service: { error: { code: string } } }).service.error.code;
+}
+
+test('two Content-Length headers, equal or not, or one beside Transfer-Encoding, cut the connection: nothing on it is served', async () => {
+  const smuggled = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+  const framings = [['Content-Length: 2', 'Content-Length: 2'], ['Content-Length: 2', 'Content-Length: 40'], ['Content-Length: 2', 'Transfer-Encoding: chunked']];
+  for (const [first, second] of framings) {
+    const text = `POST /authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${first}\r\n${second}\r\n\r\n{}${smuggled}`;
+    const { responses, closedByServer } = await exchange([text]);
+    assert.deepEqual(responses.map((r) => r.status), [], `no answer to ${first} with ${second}`);
+    assert.equal(closedByServer, true);
+  }
+});
+
+test('header fields over the limit get 431 in the envelope and the connection closed; under it, the request is served', async () => {
+  const over = await exchange([`GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(headerBytesMax + 100)}\r\n\r\n`]);
+  assert.equal(over.responses.length, 1);
+  assert.equal(over.responses[0]!.status, 431);
+  assert.equal(errorCode(over.responses[0]!), 'headers_too_large');
+  assert.equal(over.closedByServer, true);
+  const under = await exchange([`GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(headerBytesMax / 2)}\r\n\r\n`]);
+  assert.deepEqual(under.responses.map((r) => r.status), [200]);
+});
+
+test('pipelined requests answered at once are answered in order on one connection', async () => {
+  const body = '{"type":"password","username":"a@b.c","password":"x","application":"ZZZZZZZZZZZZZZZZZZZZZZ"}';
+  const text = [
+    'GET /health HTTP/1.1\r\nHost: x\r\n\r\n',
+    'GET /no-such-route HTTP/1.1\r\nHost: x\r\n\r\n',
+    `POST /authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    'GET /health HTTP/1.1\r\nHost: x\r\n\r\n',
+  ].join('');
+  const { responses, closedByServer } = await exchange([text], { quietMs: 1500 });
+  assert.deepEqual(responses.map((r) => r.status), [200, 404, 401, 200]);
+  assert.equal(closedByServer, false);
+});
+
+test('a request pipelined behind one still being answered: node:http answers both in order, uWS cuts the connection (docs/http-front-ends.md)', async () => {
+  // A password caller check not seen before is hashed on a worker: its answer is still pending when the next request is read.
+  const caller = basicAuth(adminEmail, `${adminPassword}-wrong`);
+  const text = `GET /applications HTTP/1.1\r\nHost: x\r\nAuthorization: ${caller}\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n`;
+  const { responses, closedByServer } = await exchange([text], { quietMs: 3000 });
+  const frontEnd = server.logLines().find((l) => l['msg'] === 'front end')?.['frontEnd'];
+  if (frontEnd === 'node') {
+    assert.deepEqual(responses.map((r) => r.status), [401, 200]);
+    assert.equal(closedByServer, false);
+  } else {
+    assert.deepEqual(responses.map((r) => r.status), []);
+    assert.equal(closedByServer, true);
+  }
+});
+
+test('replies carry Content-Type, a Content-Length that is the body\'s byte length, and Date', async () => {
+  const { responses } = await exchange(['GET /no-such-route/\u00e9 HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'], { gapMs: 50 });
+  for (const res of responses) {
+    assert.equal(res.headers['content-type'], 'application/json');
+    assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.body));
+    assert.ok(!Number.isNaN(Date.parse(res.headers['date'] ?? '')), 'a Date header');
+  }
+});
+
+test('a body that arrives slowly, within the receive timeout, is read whole and answered', async () => {
+  const body = Buffer.from(JSON.stringify({ name: 'slow-body-app', description: 'sent in pieces' }));
+  const head = `POST /applications/application HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+  const parts = [head, body.subarray(0, 10), body.subarray(10, 20), body.subarray(20)];
+  const { responses } = await exchange(parts, { gapMs: 300, quietMs: 3000 });
+  assert.equal(responses.length, 1);
+  assert.equal(responses[0]!.status, 200, responses[0]!.body);
+  assert.match(responses[0]!.body, /"name":"slow-body-app"/);
+});
+
+test('a request aborted mid-body changes nothing, and the server goes on serving', async () => {
+  const body = JSON.stringify({ name: 'aborted-body-app' });
+  const head = `POST /applications/application HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n`;
+  await exchange([head, body], { gapMs: 50, abortAfterParts: 2 });
+  // And one aborted as soon as its whole body is sent, before the reply could come.
+  const whole = `POST /applications/application HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength('{"name":"aborted-early-app"}')}\r\n\r\n{"name":"aborted-early-app"}`;
+  await exchange([whole], { abortAfterParts: 1 });
+  await new Promise((r) => setTimeout(r, 300));
+  const apps = await server.api().get('/applications?name=aborted-body-app');
+  assert.equal(apps.status, 200);
+  assert.doesNotMatch(apps.text, /"name":"aborted-body-app"/);
+  const { responses } = await exchange(['GET /health HTTP/1.1\r\nHost: x\r\n\r\n']);
+  assert.deepEqual(responses.map((r) => r.status), [200]);
+  assert.equal(server.running, true);
+});
+
+test('HEAD and OPTIONS are refused with 405 and Allow, as any other method a route lacks; a HEAD answer has no body', async () => {
+  const options = await exchange(['OPTIONS /health HTTP/1.1\r\nHost: x\r\n\r\n'], { quietMs: 500 });
+  assert.equal(options.responses[0]?.status, 405);
+  assert.equal(options.responses[0]?.headers['allow'], 'GET');
+  // Then a GET on the same connection: had the HEAD answer carried a body, it would be read as the next answer.
+  const { raw } = await exchange(['HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'], { gapMs: 200, quietMs: 500 });
+  const headEnd = raw.indexOf('\r\n\r\n') + 4;
+  assert.match(raw.subarray(0, headEnd).toString('latin1'), /^HTTP\/1\.1 405 [^]*\r\nAllow: GET\r\n/i);
+  // uWS closes the connection after a HEAD answer (docs/http-front-ends.md); node:http goes on to the GET.
+  assert.match(raw.subarray(headEnd).toString('latin1'), /^(HTTP\/1\.1 200 [^]*)?$/, 'no body: the next bytes, if any, are the GET\'s answer');
+});
