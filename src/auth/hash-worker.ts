@@ -71,10 +71,10 @@ async function run(job: HashJob): Promise<string | boolean> {
 /**
  * Runs this thread at a lower CPU priority than the event loop and the garbage collector's helper threads:
  * when the cores are all busy, argon2 waits, not a reply. On two cores with a hash running, the
- * collector's concurrent marking finds no core free, so a full collection of a million-user heap can do
- * its marking in the final pause instead (one traced at 642 ms), and replies wait behind it: shed 503s
- * took up to 312-366 ms (p99) in two benchmark runs, 40 ms at this niceness. Linux only (a thread is a
- * task there, /proc/thread-self names it); elsewhere, or if refused, the thread runs as it is.
+ * collector's concurrent marking finds no core free, so a full collection of a large heap can do its
+ * marking in the final pause instead, hundreds of milliseconds, and every reply (shed 503s included)
+ * waits behind it. Linux only (a thread is a task there, /proc/thread-self names it); elsewhere, or if
+ * refused, the thread runs as it is.
  */
 function lowerOwnPriority(): void {
   try {

@@ -2,12 +2,12 @@
 //
 // An admin tool or a client application sends the same Basic credentials with every call. The full
 // check (src/service/authenticator.ts) parses them, finds the User, asks the brute-force limiter, matches
-// the password against the verify cache and the User against the base Application; that was 5-6 us
-// of a 27 us POST /authenticate by API key (alternated builds, 100,000 Users). Once it has passed, the
-// pair (header, peer) is remembered here as a keyed hash, never the header itself, with what a repeat
-// must find unchanged, which the Authenticator checks on every hit: the very User object (users are
-// immutable values, so any change to the account makes a new one) and the limiter's counters for that
-// pair (BruteForceLimiter.standing). An entry lasts knownCallerTtlMs, so the full check still runs
+// the password against the verify cache and the User against the base Application: a large share of a
+// POST /authenticate by API key, repeated on every call. Once it has passed, the pair (header, peer)
+// is remembered here as a keyed hash, never the header itself, with what a repeat must find unchanged,
+// which the Authenticator checks on every hit: the very User object (users are immutable values, so any
+// change to the account makes a new one) and the limiter's counters for that pair
+// (BruteForceLimiter.standing). An entry lasts knownCallerTtlMs, so the full check still runs
 // about once a second per caller: it renews the pair's standing with the limiter, and a password's
 // entry never outlives the verification it rests on by more than that (the Authenticator also asks the
 // verify cache on every hit). The peer is part of the key: the same credentials from another address

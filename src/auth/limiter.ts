@@ -283,9 +283,9 @@ export class BruteForceLimiter {
   /**
    * The counter, or undefined if there is none. An expired one starts over in place rather than being
    * dropped: a key that only ever succeeds (an admin, a service account) is expired at every attempt,
-   * and dropping it meant a Map delete, a re-insert and an eviction scan per request, which cost up to
-   * a tenth of a cached request once the Map held a few thousand counters (measured). Idle ones still
-   * go when the Map is full (evictOldest in counter()).
+   * and dropping it would mean a Map delete, a re-insert and an eviction scan per request, a large share
+   * of a cached request once the Map holds a few thousand counters. Idle ones still go when the Map is
+   * full (evictOldest in counter()).
    */
   private live(key: string, now: number): Counter | undefined {
     const counter = this.counters.get(key);
@@ -303,12 +303,12 @@ export class BruteForceLimiter {
 
   /**
    * The live counter, or a new one (re-inserted last, so the Map's order is oldest use first). `now` is the
-   * decision's own reading of the clock: reading it again here, three times a decision, was a sixth of the
-   * limiter's cost (two admissions and successes, as one authentication makes: 1.42-1.52 to 1.20-1.25 us).
+   * decision's own reading of the clock: reading it again here, three times a decision, would be a good part
+   * of the limiter's cost.
    */
   private counter(key: string, existing: Counter | undefined, now: number): Counter {
-    // Re-inserting a hot key (the admin account, a busy address) on every request cost ~12 us in a
-    // Map of 25k counters (measured by the benchmark); the use order only needs to be roughly right.
+    // Re-inserting a hot key (the admin account, a busy address) on every request is costly in a Map of
+    // tens of thousands of counters; the use order only needs to be roughly right.
     if (existing !== undefined && now - existing.touchedMs < bruteForceCounterTouchMs) return existing;
     const counter = existing ?? { failures: 0, inFlight: 0, lockedUntilMs: 0, lastFailureMs: 0, touchedMs: now, dropped: false };
     counter.touchedMs = now;

@@ -129,25 +129,23 @@ export const snapshotSharedListItemsMax = 16;
 // Search
 /**
  * Background indexing after a load (memberships, then the search index) takes small steps until this much of an
- * event-loop turn has passed, then lets the loop run. A fixed amount of work per turn ran 20-50 times slower when
- * a full collection was marking meanwhile: at 1,000,000 users, turns of 500 docs that take ~3 ms took 80-175 ms.
+ * event-loop turn has passed, then lets the loop run. A bound in time rather than a fixed amount of work per turn,
+ * because the same work runs many times slower while a full collection is marking, as one does after a large load.
  */
 export const indexTurnMs = 5;
 /** Users added to the trigram index per step of a turn (indexTurnMs) while it is built in the background (or as many
- *  users' stale postings dropped). Measured at 1,000,000 users, two starts: a step's p50 0.33 ms, p99 0.45-0.48 ms
- *  (its haystacks and counts, made first, 4x as many a step: p50 0.23 ms, p99 4.3 ms). As one step a turn, 500
- *  took a median 3 ms, 2000 took 17 ms: the lists' tails miss the cache. */
+ *  users' stale postings dropped). Small enough that a step stays well under a millisecond at a million Users, so a
+ *  turn ends close to indexTurnMs; larger steps grow faster than linearly, as the lists' tails miss the cache. */
 export const searchIndexDocsPerStep = 64;
 /** Users whose memberships are indexed per step of a turn (indexTurnMs) after a snapshot load (State.indexStep), before
- *  the search index is built. Measured at 1,000,000 users, two starts: a step's p50 0.27-0.29 ms, p99 0.59-0.64 ms
- *  (2000 as one step a turn: p50 1.9 ms, p99 3.2 ms). */
+ *  the search index is built. Small enough that a step stays under a millisecond at a million Users, so a turn ends
+ *  close to indexTurnMs. */
 export const memberIndexUsersPerStep = 250;
 /**
  * Work one slice of a search does before the event loop gets a turn: haystacks checked, or posting lists
  * probed while intersecting (SearchCursor in src/store/search.ts; a paged search also counts the matches it
- * resolves, src/store/search-page.ts). Timed per slice over 1,000,000 users generated like the benchmark's:
- * scanning for a 2-character term (one `includes` ~37 ns), median 0.93 ms a slice, where the same scan in
- * one call took 40 ms; for a term every user matches, 0.73 ms; intersecting, a unit is cheaper (~10 ns).
+ * resolves, src/store/search-page.ts). Sized so that a slice takes about a millisecond at a million Users for the
+ * costliest unit, checking a haystack (a scan for a 1- or 2-character term); a probe while intersecting is cheaper.
  */
 export const searchDocsPerSlice = 25_000;
 /** Search results rendered as one string; more are streamed like GET /users. */

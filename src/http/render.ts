@@ -115,8 +115,8 @@ export class Renderer {
 
   /**
    * The same as UTF-8, kept with the text once asked for: the answers of POST /authenticate and GET of a
-   * User, sent again and again, are then copied instead of encoded (~1 us for the ~2 KB of a User with
-   * two Applications and two Groups, ~4% of a recognised authentication, perf).
+   * User, sent again and again, are then copied instead of encoded (a User with a few Applications and
+   * Groups is a couple of KB, a noticeable part of a recognised authentication to encode each time).
    */
   userFullBytes(user: User): Buffer {
     let cached = this.cachedFull(user);

@@ -6,8 +6,9 @@ const sliceCount = 8;
 
 /**
  * tables[k * 256 + b] is the CRC contribution of byte b seen k bytes before the end of an 8-byte block.
- * Slicing-by-8 folds 8 input bytes per step instead of 1; snapshots are hundreds of MB and are checked
- * at every start-up, where the byte-at-a-time loop was the slowest part of loading.
+ * Slicing-by-8 folds 8 input bytes per step instead of 1: the log, and snapshots of format 3 and before
+ * (hundreds of MB), are checked at every start-up, where a byte-at-a-time loop would be the slowest part
+ * of loading.
  */
 const tables = buildTables();
 

@@ -12,24 +12,23 @@
 // common custom_data value; src/store/compact.ts picks them) is written once, in the `strings` of the
 // first chunk that uses it, and everywhere as a reference: msgpack ext sharedStringExt holding its index
 // among all the chunks' strings so far. Decoding turns each reference into the one copy, so a load makes
-// no duplicate to throw away and no lookup to share it. Measured on the benchmark's 1,000,000 users against
-// version 1, which shared strings after decoding through a lookup table: file 367 -> 266 MB, start-up
-// 8.5-9.4 -> 6.9-7.1 s, RSS when ready 1.38 -> 1.27 GB.
+// no duplicate to throw away and no lookup to share it: a smaller file, a faster load and less memory
+// than sharing strings after decoding through a lookup table.
 // List dictionary (version 3): a User's membership list (its Applications, its Groups) is written once, in
 // the `lists` of the first chunk that uses it, as the indices of its strings in the string dictionary, and
 // everywhere as a reference (ext sharedListExt holding its index among all the chunks' lists so far).
 // Decoding makes each list once, frozen, and hands that array to every User that has it: a million Users
 // in a few hundred combinations of Applications hold a few hundred arrays instead of a million (and their
 // backing stores), which is that many fewer objects to allocate on load and to mark in every full collection.
-// Checksums (version 4): frames carry zlib's CRC-32, which Node computes natively: 52 ms over the benchmark's
-// 255 MB snapshot, against 205-245 ms for our CRC32C in JavaScript (the log keeps CRC32C: its records are small).
+// Checksums (version 4): frames carry zlib's CRC-32, which Node computes natively, several times faster
+// than our CRC32C in JavaScript over a whole snapshot (the log keeps CRC32C: its records are small).
 // A reader tries both on the header frame and then requires the one its version names.
 // Version 1 files (no dictionary), 2 (no list dictionary) and 3 (CRC32C) are still read.
 //
 // Entities in a chunk use msgpackr records in sequential mode: each key set is defined inline once
 // per frame and later entities refer to it, so a frame still decodes on its own (no shared
-// structures), while keys are not repeated 2000 times. Measured on 1,000,000 typical users: file
-// 373 MB -> 256 MB, bulk decode 2.9 s -> 2.0 s, against plain maps (useRecords: false).
+// structures), while keys are not repeated for every entity: a smaller file and a faster bulk decode
+// than plain maps (useRecords: false).
 
 import assert from 'node:assert/strict';
 import { basename, join } from 'node:path';
@@ -197,8 +196,8 @@ class DictionaryWriter {
   /**
    * A list whose strings all went into the dictionary, as one reference; otherwise its strings one by one.
    * A snapshot shares two lists per User, so finding one must be cheap: a walk down the trie of its strings'
-   * references, one Map lookup by object per string (keys joined into strings took 1.3-1.9 s more per
-   * million Users, measured).
+   * references, one Map lookup by object per string, rather than a key joined into a new string per list,
+   * which is far slower.
    */
   readonly shareList = (list: readonly string[]): unknown => {
     if (list.length === 0) return list;
@@ -304,8 +303,8 @@ export async function writeSnapshot(
     let chunks = 0;
     await writer.put(snapshotFrame(packr.pack({ t: 'header', magic: snapshotMagic, version: snapshotFormatVersion, baseSeq: source.baseSeq })));
     // Reused for every chunk: a fresh buffer per chunk would churn ~the snapshot's size in external
-    // memory, and V8 answers external-memory growth with full mark-compacts of the whole (large) heap;
-    // one such pause measured 1.4 s at a million users. msgpackr encodes into `scratch`; frames are
+    // memory, and V8 answers external-memory growth with full mark-compacts of the whole (large) heap,
+    // long pauses at a million users. msgpackr encodes into `scratch`; frames are
     // assembled in two buffers taken in turn, as the writer keeps at most one write in flight.
     // msgpackr's target buffer is shared by every Packr in the process, so log records encoded between
     // chunks land in `scratch` too; that is safe because a frame copies its payload at once.
@@ -387,8 +386,7 @@ export type SnapshotChunkConsumer = (kind: EntityKind, values: unknown[]) => voi
  * Reads frames one by one with positioned reads: a chunk at a time in memory, never the whole file.
  * Each payload is read together with the header of the frame after it, so a frame costs one read, and
  * the read that readFrames starts ahead is in flight at once instead of waiting, behind the decoding
- * of the current chunk, for its header's read to be resumed (measured at 1,000,000 users: ~0.2-0.4 s
- * of start-up spent idle).
+ * of the current chunk, for its header's read to be resumed (start-up time spent idle).
  */
 class FrameReader {
   offset = 0;
@@ -397,10 +395,10 @@ class FrameReader {
   private headerAt = -1;
   /**
    * Payloads are read into two buffers taken in turn (one is decoded while the next frame is read
-   * into the other), grown to the largest frame. A fresh buffer per frame put the snapshot's whole size
-   * through malloc and V8's external-memory accounting, which prompts collections; measured at 1,000,000
-   * users, reusing two cut ~0.4 s of CPU from a load. Safe because decoding copies everything out of
-   * the payload (strings, and binary values too with copyBuffers).
+   * into the other), grown to the largest frame. A fresh buffer per frame would put the snapshot's whole
+   * size through malloc and V8's external-memory accounting, which prompts collections during the load.
+   * Safe because decoding copies everything out of the payload (strings, and binary values too with
+   * copyBuffers).
    */
   private payloads = [Buffer.alloc(0), Buffer.alloc(0)];
   private turn = 0;
@@ -510,8 +508,8 @@ function decodeValues(reader: FrameReader, payload: Buffer, at: number, dictiona
 /**
  * Reads and fully validates a snapshot (header, every chunk's checksum and shape, the trailer's
  * counts), handing each chunk's entities to onChunk as it goes. Streaming the chunks lets their
- * consumer keep only what it needs of each (measured at 1,000,000 users: the whole decoded file held at
- * once was ~1.2 GB of heap before the state was built from it). Chunks are decoded in bulk (one
+ * consumer keep only what it needs of each, so the whole decoded file is never in memory beside the
+ * state built from it. Chunks are decoded in bulk (one
  * unpackMultiple per chunk) while the next frame is read, because this is most of start-up time.
  */
 export async function readSnapshotChunks(storage: Storage, path: string, onChunk: SnapshotChunkConsumer): Promise<SnapshotSummary> {

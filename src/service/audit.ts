@@ -102,9 +102,8 @@ export class Audit {
   /**
    * An entry's line but for its time and caller, made once: for an outcome that is recorded again and again
    * (a recognised authentication). `keptFor`: it will be, for this caller; all of the line after its time is
-   * then encoded once (~1 us), and each line is its bytes and a time. Made as text on every line, a
-   * recognised authentication's line was a fifth of the bytes it allocated (heap sampling) and its
-   * encoding ~2% of the server's samples (perf, A at a million Users).
+   * then encoded once, and each line is its bytes and a time. Made as text on every line, it would be a
+   * large share of what a recognised authentication allocates, and encoding it a cost paid on every one.
    */
   prepare(entry: Omit<AuditEntry, 'caller'>, keptFor?: { readonly caller: string | null }): PreparedEntry {
     const action = field(entry.action);

@@ -1,17 +1,15 @@
 // The process's log output: pino's lines and audit lines, in call order, encoded into one batch buffer as they come and written with one synchronous write every few milliseconds.
 //
 // Why not pino's own destination (SonicBoom): written to asynchronously, it re-measures and re-encodes
-// all the text still waiting on every write, which with an audit line per authentication is much text.
-// With stdout to a file, builds alternated over A at a million Users: 28-32 against 24.6-26 us of server
-// CPU per API Key authentication. Gathered for logFlushMs rather than one event-loop turn: under load a
-// turn answers a few requests, and a write per turn would wake the reader of a pipe (a log shipper)
-// thousands of times a second. Synchronous, like pino's default destination and process.stdout to a file
+// all the text still waiting on every write, which with an audit line per authentication is much text
+// and a clear share of the server's CPU per authentication. Gathered for logFlushMs rather than one
+// event-loop turn: under load a turn answers a few requests, and a write per turn would wake the reader
+// of a pipe (a log shipper) thousands of times a second. Synchronous, like pino's default destination and process.stdout to a file
 // or pipe: a log reader that stops reading holds the service up rather than letting its memory grow.
 //
 // A line is encoded the moment it is written, while its text is fresh in the cache, rather than kept as
-// text and joined at the flush: a batch of joined lines was flattened (copied whole) and then encoded,
-// its pieces scattered over 5 ms of allocations and copied by any scavenge in between (~4% of the
-// server's samples under POST /authenticate, perf).
+// text and joined at the flush: a batch of joined lines would be flattened (copied whole) and then
+// encoded, its pieces scattered over logFlushMs of allocations and copied by any scavenge in between.
 
 import { writeSync } from 'node:fs';
 import { logBatchBytes, logBusyRetryMs, logFlushMs } from '../config/limits.js';

@@ -6,7 +6,7 @@ import { apikeyIdChars, entityIdChars, idCharsMax, randomPoolBytes } from '../co
 const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const base36 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
-/** Random bytes drawn from the system a block at a time: one getrandom call per id cost ~7% of a create under load. */
+/** Random bytes drawn from the system a block at a time: a getrandom call per id is a noticeable part of a create under load. */
 const pool = Buffer.alloc(randomPoolBytes);
 let poolUsed = pool.length;
 

@@ -6,10 +6,9 @@ import { byCreation, precedes, resolvePage, type CreationOrder, type Lookup, typ
 import { searchHaystack, type SearchCursor, type UserSearchIndex } from './search.js';
 
 /**
- * What a match costs once found, in units of index work (SearchCursor.step, ~40 ns each): it is resolved
- * to its User and compared with the page's cursor, a Map lookup and objects read at random among a
- * million. Measured at 1,000,000 users, a term 6.5% of them match: slices counting index work alone took
- * 10-12 ms (~11,500 matches each, ~0.8 µs a match); counting this, 1-2 ms.
+ * What a match costs once found, in units of index work (SearchCursor.step): it is resolved to its User
+ * and compared with the page's cursor, a Map lookup and objects read at random among a million, far more
+ * than a probe. Without counting it, a slice of a common term would run many times longer than its bound.
  */
 const resolvedMatchWorkUnits = 20;
 
@@ -58,12 +57,10 @@ class EarliestUsers {
  * Users (`inOrder`). A later page first walks creation order from the cursor testing each User's haystack,
  * for a frequent term the cheapest way; if the short walk does not fill the page, the term is rarer and the
  * index's matches are taken instead: in creation order only until the page and one more lie past the
- * cursor, otherwise all of them, keeping the earliest. Measured at 1,000,000 Users, page of 100 from the
- * middle: ~0.1 ms for a term every User matches, ~1.3 ms for a rare one, ~5 ms for one matching 1%
- * (whole-kind pages: ~0.02 ms); measured again once in slices (a generated million like the benchmark's):
- * 0.05 ms, 0.4-0.7 ms and 2.7 ms, the last in 4 slices of 1-2 ms; 27 ms for a term 6.5% match, in 29.
- * While the trigram index is still being built after start-up, the index scans the Users it has not
- * reached yet.
+ * cursor, otherwise all of them, keeping the earliest. At a million Users a page costs well under a
+ * millisecond for a term every User matches or a rare one, more for a term matching a few percent (many
+ * matches to resolve), which is why that part runs in slices. While the trigram index is still being built
+ * after start-up, the index scans the Users it has not reached yet.
  *
  * The walk is bounded by its own budget and done in the first step; the index's matches are taken a
  * slice at a time (step's workMax), so a term matching most Users or too short for a trigram never holds

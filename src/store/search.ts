@@ -23,9 +23,9 @@ const postingsInitialCapacity = 4;
 /**
  * The bulk build counts every list's docs before it makes any list, and makes each at that size (plus
  * this share, so the first users created after the build do not move it) as a view into a few large
- * buffers. Lists grown as they filled, a new ArrayBuffer each time, kept V8 over its external-memory
- * limit for the whole build, and every allocation then advanced the collector's marking on the event
- * loop: at a million users, steps of 3 ms took 30-500 ms again and again (measured).
+ * buffers. Lists grown as they fill, a new ArrayBuffer each time, would keep V8 over its external-memory
+ * limit for the whole build, and every allocation would then advance the collector's marking on the
+ * event loop, making short steps long stalls again and again.
  */
 const bulkPostingsSlack = 1 / 16;
 /** Ints per buffer the bulk build carves lists from (16 MiB), or more if one list could need more. */
@@ -83,7 +83,7 @@ class Postings {
     let at = n;
     if (n > 0 && doc <= this.docs[n - 1]!) {
       // New users and the build append; only an update that gives an older user a trigram inserts
-      // in place, a memmove of at most the list (~0.4 ms for a million docs) instead of a sort at search time.
+      // in place, a memmove of at most the list instead of a sort at search time.
       if (doc === this.docs[n - 1]) return false;
       at = firstAtLeast(this.docs, 0, n, doc);
       if (this.docs[at] === doc) return false;
@@ -249,11 +249,11 @@ interface DocSource {
 }
 
 /**
- * Work units (see searchDocsPerSlice) of a haystack made during a scan: ~0.6 us (joining and lowercasing a
- * User's fields) against ~37 ns for checking one already made, measured over a million generated Users.
+ * Work units (see searchDocsPerSlice) of a haystack made during a scan: joining and lowercasing a User's
+ * fields costs about this many times checking one already made.
  */
 const haystackMadeWorkUnits = 16;
-/** Haystacks the build makes per doc it indexes in a step: making one (~0.6 us) is cheaper than indexing it (~6 us). */
+/** Haystacks the build makes per doc it indexes in a step: making one costs a fraction of indexing it. */
 const haystackDocsPerIndexedDoc = 4;
 /** Docs the build counts per doc it indexes in a step (BulkSizing.count is a few array reads a trigram). */
 const countedDocsPerIndexedDoc = 4;
@@ -316,8 +316,8 @@ export class SearchCursor {
    * lists are intersected rarest first, leapfrogging: each list gallops to the candidate, and a list that
    * overshoots makes its doc the next candidate, so the work follows the rarest list's length times log
    * of the gaps, not the length of any list. Only docs in every list are checked against their haystack
-   * (stale postings, key collisions, trigram order). Measured on 1,000,000 seeded users: a company term
-   * (smallest list 10,423 docs, 81 matches) went from 1.1 ms (verifying the smallest list) to 0.05 ms.
+   * (stale postings, key collisions, trigram order), rather than every doc of the smallest list, which for a
+   * common trigram is thousands of haystacks to check for a few matches.
    * The lists are looked up again on every call (a few Map reads): one may have been created or have
    * grown since the last slice.
    */
@@ -340,9 +340,8 @@ export class SearchCursor {
     const cursors = new Int32Array(lists.length);
     let i = firstAtLeast(rarest.docs, 0, rarest.length, this.nextDoc);
     let work = lists.length;
-    // The hot path of every search. Against the one-shot intersection it replaced (1,000,000 users, 15 terms of
-    // 1-99 matches): 508 µs against 491 µs for all, 0.2-2 µs more a term; counting work per probe and writing
-    // this.nextDoc per candidate had made it ~20% slower, hence a local `resume` and one count per candidate.
+    // The hot path of every search: counting work per probe and writing this.nextDoc per candidate would
+    // slow it noticeably, hence a local `resume` and one count per candidate.
     let resume = this.nextDoc;
     // Postings hold only docs below indexedUpTo (= upTo), so no candidate lies beyond it.
     while (i < rarest.length) {
@@ -406,14 +405,14 @@ export class SearchCursor {
 export class UserSearchIndex {
   /**
    * Id -> doc, for every live doc but those of a bulk load (addLoaded) not settled yet: such a doc is put
-   * in when its haystack is made (haystackAt). Filling it for a million Users at once took ~0.9 s of start-up.
+   * in when its haystack is made (haystackAt). Filling it for a million Users at once would lengthen start-up.
    */
   private readonly docOf = new Map<string, number>();
   private readonly userOfDoc: (string | undefined)[] = [];
   /**
    * undefined: the doc's user is deleted. null: a user put while loading, whose haystack is made when first
    * needed (the build, or a scan) from its current User (userById): making a million of them at start-up
-   * took ~0.6 s of it and ~100 MB more at the moment the service became ready. Below indexedUpTo, never null.
+   * would lengthen it and hold more memory at the moment the service becomes ready. Below indexedUpTo, never null.
    */
   private readonly haystackOfDoc: (string | null | undefined)[] = [];
   private readonly postings = new PostingTable();
@@ -530,7 +529,7 @@ export class UserSearchIndex {
   buildStep(docsMax: number): boolean {
     if (this.haystacksMadeUpTo < this.userOfDoc.length) {
       // All haystacks first, in a pass of their own: made without the postings' arrays in between, they end
-      // up side by side in memory, and a scan over them (a short term) runs 2.2x faster (35 vs 78 ms at 1M).
+      // up side by side in memory, and a scan over them (a short term) runs about twice as fast.
       const end = Math.min(this.userOfDoc.length, this.haystacksMadeUpTo + docsMax * haystackDocsPerIndexedDoc);
       for (let doc = this.haystacksMadeUpTo; doc < end; doc++) if (this.haystackOfDoc[doc] === null) this.haystackAt(doc);
       this.haystacksMadeUpTo = end;

@@ -352,8 +352,8 @@ export class State {
    * Ends a snapshot load (loadSection is refused from now on): puts each User it read in the Map and
    * indexes it, in one pass, with both StringMaps sized first. A later copy of the same User in a fuzzy
    * snapshot is indexed as a replace of the earlier one (as putUser does), so only the final value stays
-   * indexed. Memberships, which only admin reads and deletions need, are left to indexStep: that took
-   * start-up at 1,000,000 Users from ~5.3 to ~4.4 s.
+   * indexed. Memberships, which only admin reads and deletions need, are left to indexStep, so that
+   * start-up does not wait for them.
    */
   private endLoad(): void {
     this.loadEnded = true;

@@ -1,7 +1,7 @@
-// StringMap: a Map from strings to values for a million keys, filled at start-up about twice as fast as a Map.
+// StringMap: a Map from strings to values for a million keys, filled at start-up faster than a Map.
 //
-// Why not a Map: filling one with a million fresh strings cost 450-690 ms per index (measured on the
-// benchmark's Users), most of it memory latency: each insert reads the key string's hash, a bucket, and
+// Why not a Map: filling one with a million fresh strings is a large part of start-up per index, most
+// of it memory latency: each insert reads the key string's hash, a bucket, and
 // the keys already in that bucket's chain, and every growth reads every key string again to rehash it.
 // Here each key's hash is computed once, kept in a typed array beside its bucket, and compared before
 // any key is read; growth and a reservation made before a bulk fill move only those arrays.
