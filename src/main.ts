@@ -6,7 +6,8 @@ import pino, { type Logger } from 'pino';
 import { ApiKeySecrets } from './auth/apikey-secrets.js';
 import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
-import { ConfigError, defaultPublicUrl, loadConfig, packageVersion, usage, type Config } from './config/config.js';
+import { ConfigError, defaultPublicUrl, loadConfig, usage, type Config } from './config/config.js';
+import { packageVersion } from './config/package-version.js';
 import {
   bodyReceiveTimeoutMs, hashQueueMax, indexTurnMs, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
   shutdownGraceMs, verifyCacheEntriesMax,
@@ -81,7 +82,7 @@ async function main(): Promise<void> {
     return;
   }
   if (argv.includes('--version')) {
-    process.stdout.write(`authd ${packageVersion()}\n`);
+    process.stdout.write(`authd ${packageVersion() ?? '(unknown version)'}\n`);
     return;
   }
   const config = loadConfig(process.env, argv);

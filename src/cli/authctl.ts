@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // authctl, the operator's command line: dispatches to the commands of src/cli/online.ts and src/cli/offline.ts; exit 0 ok, 1 failure, 2 usage.
 
-import { readFileSync, realpathSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { AuthError } from '../client/client.js';
+import { packageVersion } from '../config/package-version.js';
 import {
   CommandError, exitFailure, exitOk, exitUsage, parse, processOutput, UsageError, type Command, type Output,
 } from './command.js';
@@ -38,29 +38,6 @@ function find(argv: readonly string[]): { command: Command | undefined; rest: st
     if (command !== undefined) return { command, rest: argv.slice(words) };
   }
   return { command: undefined, rest: [] };
-}
-
-/**
- * The version in the nearest package.json above this file: the one that makes this file an ES module (its "type"),
- * so ours wherever the package lives (a checkout's dist/src/cli/, or node_modules/authd/dist/src/cli/).
- */
-export function packageVersion(): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    let text: string | undefined;
-    try {
-      text = readFileSync(join(dir, 'package.json'), 'utf8');
-    } catch {
-      // none here: look further up
-    }
-    if (text !== undefined) {
-      const version = (JSON.parse(text) as { version?: unknown }).version;
-      return typeof version === 'string' ? version : undefined;
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return undefined;
-    dir = parent;
-  }
 }
 
 export async function runAuthctl(argv: readonly string[], io: Output = processOutput): Promise<number> {

@@ -1,6 +1,5 @@
 // Run-time configuration from the environment and the same names as command-line flags (--port 8080, --data-dir=...).
 
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
   argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, bodyBytesMax,
@@ -173,12 +172,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
     },
     repair: get('REPAIR') === '1' || get('REPAIR') === 'true',
   };
-}
-
-/** The package's version, read from its package.json (three levels above dist/src/config/). */
-export function packageVersion(): string {
-  const text = readFileSync(new URL('../../../package.json', import.meta.url), 'utf8');
-  return (JSON.parse(text) as { version: string }).version;
 }
 
 /** `authd --help`: how to start it and every setting with its default. */
