@@ -147,8 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
     logLevel: get('LOG_LEVEL') ?? 'info',
     keyFile: get('KEY_FILE') ?? './secrets/server.key',
     serverKey: get('SERVER_KEY'),
-    // One core stays with the event loop: on 2 cores, two argon2 threads verified no faster than one
-    // (18.0/s vs 17.8/s) and pushed /health p99 from ~2-4 ms to 4.7 ms (bench scenario C).
+    // One core stays with the event loop: a hash thread on its core only slows the replies, and verifies no faster.
     hashWorkers: integer('HASH_WORKERS', get('HASH_WORKERS') ?? String(Math.max(1, availableParallelism() - 1)), 1, 256),
     argon2: {
       memoryKiB,

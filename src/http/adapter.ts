@@ -156,3 +156,104 @@ export function addressFromText(text: string | undefined): string {
   if (text === undefined) return '';
   return text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
 }
+
+/** A request's progress, read by its front end's callbacks. */
+export interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
+
+/** A request whose body is still arriving, with the response object of its front end. */
+export interface Receiving<R> extends Linked<Receiving<R>> {
+  readonly res: R;
+  readonly state: RequestState;
+  readonly request: HttpRequest;
+}
+
+/** How a front end answers: writes `reply` to `res`, then calls settle() (at once, or when a stream ends). */
+export type Finish<R> = (res: R, state: RequestState, request: HttpRequest, reply: Reply) => void;
+
+/**
+ * What both front ends do around each request: count it in flight, answer 408 to bodies that stall, run the
+ * handler (a throw or a rejection becomes 500), and let close() wait for the last answer.
+ *
+ * Stalled bodies are found by one sweep every bodyReceiveSweepMs over a list of the requests still receiving,
+ * oldest first, instead of a timer set and cleared per request (a Timeout object to collect on every POST).
+ * An aborted request stays until the sweep reaches it; finish does nothing for it. The sweep is unref'd: it
+ * keeps no process alive, and goes on after close() for the connections still open.
+ */
+export class RequestTracker<R> {
+  #inFlight = 0;
+  #drained: (() => void) | undefined;
+  readonly #receiving = new ReceivingList<Receiving<R>>();
+
+  constructor(private readonly opts: AdapterOptions, private readonly finish: Finish<R>, sweepMs: number) {
+    setInterval(() => {
+      const startedBefore = performance.now() - opts.bodyReceiveTimeoutMs;
+      for (let entry = this.#receiving.oldest; entry !== undefined && entry.request.startedAt <= startedBefore; entry = this.#receiving.oldest) {
+        this.#receiving.remove(entry);
+        this.finish(entry.res, entry.state, entry.request, opts.earlyReply('request_timeout'));
+      }
+    }, sweepMs).unref();
+  }
+
+  begin(): RequestState {
+    this.#inFlight++;
+    return { aborted: false, done: false, streaming: false };
+  }
+
+  /** The client went away: nothing more is written, and the request no longer counts. */
+  aborted(state: RequestState): void {
+    state.aborted = true;
+    if (!state.done) {
+      state.done = true;
+      this.#left();
+    }
+  }
+
+  /** The reply is written whole. */
+  settle(state: RequestState, request: HttpRequest, reply: Reply): void {
+    state.done = true;
+    this.opts.onFinished(request, reply.status, performance.now() - request.startedAt, reply.route);
+    this.#left();
+  }
+
+  /** From the request's headers to its body's last byte; a second remove() does nothing. */
+  receiving(res: R, state: RequestState, request: HttpRequest): Receiving<R> {
+    const entry: Receiving<R> = { res, state, request, older: undefined, newer: undefined };
+    this.#receiving.add(entry);
+    return entry;
+  }
+
+  received(entry: Receiving<R>): void {
+    this.#receiving.remove(entry);
+  }
+
+  dispatch(res: R, state: RequestState, request: HttpRequest): void {
+    let result: Reply | Promise<Reply>;
+    try {
+      result = this.opts.handler(request);
+    } catch {
+      result = this.opts.earlyReply('internal');
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (reply) => this.finish(res, state, request, reply),
+        () => this.finish(res, state, request, this.opts.earlyReply('internal')),
+      );
+    } else {
+      this.finish(res, state, request, result);
+    }
+  }
+
+  /** Resolves once no request is in flight, or after graceMs. */
+  drained(graceMs: number): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((done) => {
+      const timer = setTimeout(done, graceMs);
+      this.#drained = () => { clearTimeout(timer); done(); };
+    });
+  }
+
+  #left(): void {
+    this.#inFlight--;
+    if (this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
+  }
+}

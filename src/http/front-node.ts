@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
 import {
-  addressFromText, closesConnection, ReceivingList, statusLine, streamChunksPerTurn,
-  type AdapterOptions, type BodyText, type EarlyReplyKind, type HttpRequest, type Linked, type Reply, type RunningServer,
+  addressFromText, closesConnection, RequestTracker, statusLine, streamChunksPerTurn,
+  type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer,
 } from './adapter.js';
 
 const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
@@ -45,15 +45,6 @@ function rawReply(reply: Reply): Buffer {
  */
 const answeredParseErrors: ReadonlyMap<string, EarlyReplyKind> = new Map([['HPE_HEADER_OVERFLOW', 'headers_too_large']]);
 
-interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
-
-/** A request whose body is still arriving. */
-interface Receiving extends Linked<Receiving> {
-  readonly res: ServerResponse;
-  readonly state: RequestState;
-  readonly request: CapturedRequest;
-}
-
 /** A request as handlers see it; the peer address is read from the socket only when asked for, and kept. */
 class CapturedRequest implements HttpRequest {
   body: Buffer | undefined = undefined;
@@ -74,24 +65,23 @@ class CapturedRequest implements HttpRequest {
 }
 
 export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
-  let inFlight = 0;
-  let drained: (() => void) | undefined;
-  /** As in the uWS front end: one sweep answers 408 to bodies older than bodyReceiveTimeoutMs. */
-  const receiving = new ReceivingList<Receiving>();
-  setInterval(() => {
-    const startedBefore = performance.now() - opts.bodyReceiveTimeoutMs;
-    for (let entry = receiving.oldest; entry !== undefined && entry.request.startedAt <= startedBefore; entry = receiving.oldest) {
-      receiving.remove(entry);
-      finish(entry.res, entry.state, entry.request, opts.earlyReply('request_timeout'));
+  // finish and the tracker refer to each other; neither runs before a request arrives.
+  const finish: Finish<ServerResponse> = (res, state, request, reply) => {
+    if (state.done || state.streaming) return;
+    const stream = reply.stream;
+    if (stream === undefined) {
+      const body = bodyBytes(reply.body);
+      res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, body.length));
+      res.end(body);
+      tracker.settle(state, request, reply);
+      return;
     }
-  }, bodyReceiveSweepMs).unref();
-
-  const settle = (state: RequestState, request: HttpRequest, reply: Reply): void => {
-    state.done = true;
-    inFlight--;
-    opts.onFinished(request, reply.status, performance.now() - request.startedAt, reply.route);
-    if (inFlight === 0 && drained !== undefined) drained();
+    state.streaming = true;
+    res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, undefined));
+    res.write(bodyBytes(reply.body));
+    pumpStream(res, state, request, reply, stream);
   };
+  const tracker = new RequestTracker<ServerResponse>(opts, finish, bodyReceiveSweepMs);
 
   /** Writes chunks until the socket pushes back, then waits for 'drain'; yields the event loop every streamChunksPerTurn chunks. */
   const pumpStream = (res: ServerResponse, state: RequestState, request: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
@@ -107,7 +97,7 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
       }
       if (next.done === true) {
         res.end();
-        settle(state, request, reply);
+        tracker.settle(state, request, reply);
         return;
       }
       if (next.value === '') break;
@@ -119,39 +109,6 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
     setImmediate(() => pumpStream(res, state, request, reply, stream));
   };
 
-  const finish = (res: ServerResponse, state: RequestState, request: HttpRequest, reply: Reply): void => {
-    if (state.done || state.streaming) return;
-    const stream = reply.stream;
-    if (stream === undefined) {
-      const body = bodyBytes(reply.body);
-      res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, body.length));
-      res.end(body);
-      settle(state, request, reply);
-      return;
-    }
-    state.streaming = true;
-    res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, undefined));
-    res.write(bodyBytes(reply.body));
-    pumpStream(res, state, request, reply, stream);
-  };
-
-  const dispatch = (res: ServerResponse, state: RequestState, request: HttpRequest): void => {
-    let result: Reply | Promise<Reply>;
-    try {
-      result = opts.handler(request);
-    } catch {
-      result = opts.earlyReply('internal');
-    }
-    if (result instanceof Promise) {
-      result.then(
-        (reply) => finish(res, state, request, reply),
-        () => finish(res, state, request, opts.earlyReply('internal')),
-      );
-    } else {
-      finish(res, state, request, result);
-    }
-  };
-
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const startedAt = performance.now();
     const url = req.url ?? '/';
@@ -161,17 +118,14 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
       req.method ?? 'GET', q === -1 ? url : url.slice(0, q), q === -1 ? '' : url.slice(q + 1),
       headers.authorization ?? '', headers['content-type'] ?? '', startedAt, req.socket,
     );
-    const state: RequestState = { aborted: false, done: false, streaming: false };
-    inFlight++;
+    const state = tracker.begin();
     res.on('close', () => {
       // Closed before the reply was finished: the client went away (or the stream was cut).
-      if (res.writableFinished) return;
-      state.aborted = true;
-      if (!state.done) { state.done = true; inFlight--; if (inFlight === 0 && drained !== undefined) drained(); }
+      if (!res.writableFinished) tracker.aborted(state);
     });
 
     if (!methodsWithBody.has(request.method)) {
-      dispatch(res, state, request);
+      tracker.dispatch(res, state, request);
       return;
     }
     const contentLength = headers['content-length'];
@@ -181,23 +135,22 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
     }
     const chunks: Buffer[] = [];
     let received = 0;
-    const entry: Receiving = { res, state, request, older: undefined, newer: undefined };
-    receiving.add(entry);
+    const entry = tracker.receiving(res, state, request);
     req.on('data', (chunk: Buffer) => {
       if (state.done) return;
       received += chunk.length;
       if (received > opts.bodyBytesMax) {
-        receiving.remove(entry);
+        tracker.received(entry);
         finish(res, state, request, opts.earlyReply('payload_too_large'));
         return;
       }
       chunks.push(chunk);
     });
     req.on('end', () => {
-      receiving.remove(entry);
+      tracker.received(entry);
       if (state.done) return;
       request.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
-      dispatch(res, state, request);
+      tracker.dispatch(res, state, request);
     });
   };
 
@@ -232,11 +185,7 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
         close(graceMs: number): Promise<void> {
           server.close();
           server.closeIdleConnections();
-          if (inFlight === 0) return Promise.resolve();
-          return new Promise((done) => {
-            const timer = setTimeout(done, graceMs);
-            drained = () => { clearTimeout(timer); done(); };
-          });
+          return tracker.drained(graceMs);
         },
       });
     });

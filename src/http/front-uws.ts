@@ -3,8 +3,8 @@
 import type * as Uws from 'uWebSockets.js';
 import { bodyReceiveSweepMs, headerBytesMax, peerAddressTextsMax, replyEncodeBytesMax } from '../config/limits.js';
 import {
-  addressText, closesConnection, joined, ReceivingList, statusLine, statusLines, streamChunksPerTurn,
-  type AdapterOptions, type BodyText, type HttpRequest, type Linked, type Reply, type RunningServer,
+  addressText, closesConnection, joined, RequestTracker, statusLine, statusLines, streamChunksPerTurn,
+  type AdapterOptions, type BodyText, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer,
 } from './adapter.js';
 
 /*
@@ -69,17 +69,6 @@ function remoteAddressOf(res: Uws.HttpResponse): string {
 const upperMethods: ReadonlyMap<string, string> = new Map(['get', 'post', 'put', 'delete', 'patch', 'head', 'options'].map((m) => [m, m.toUpperCase()]));
 const methodsWithBody: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
 
-interface RequestState { aborted: boolean; done: boolean; streaming: boolean }
-
-/** A request whose body is still arriving. */
-interface Receiving extends Linked<Receiving> {
-  readonly res: Uws.HttpResponse;
-  readonly state: RequestState;
-  readonly request: CapturedRequest;
-}
-
-interface RequestMeta { readonly method: string; readonly path: string; readonly startedAt: number }
-
 /**
  * A request copied out of uWS before the handler runs. The peer address is asked for only when read
  * (uWS answers it with a getpeername call, a syscall that /health and other public routes do not need)
@@ -137,31 +126,8 @@ class HeaderScan {
 
 export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<RunningServer> {
   const app = uws.App();
-  let inFlight = 0;
-  let drained: (() => void) | undefined;
   // One scan object for every request: uWS calls the handler synchronously, one request at a time.
   const scan = new HeaderScan();
-  /**
-   * Requests whose body is still arriving. One sweep every bodyReceiveSweepMs answers 408 to those older
-   * than bodyReceiveTimeoutMs, instead of a timer set and cleared per request (a Timeout object to
-   * collect on every POST). An aborted request stays until the sweep reaches it; finish() does nothing
-   * for it. Unref'd: it keeps no process alive, and it goes on after close() for the connections still open.
-   */
-  const receiving = new ReceivingList<Receiving>();
-  setInterval(() => {
-    const startedBefore = performance.now() - opts.bodyReceiveTimeoutMs;
-    for (let entry = receiving.oldest; entry !== undefined && entry.request.startedAt <= startedBefore; entry = receiving.oldest) {
-      receiving.remove(entry);
-      finish(entry.res, entry.state, entry.request, opts.earlyReply('request_timeout'));
-    }
-  }, bodyReceiveSweepMs).unref();
-
-  const settle = (state: RequestState, meta: RequestMeta, reply: Reply): void => {
-    state.done = true;
-    inFlight--;
-    opts.onFinished(meta, reply.status, performance.now() - meta.startedAt, reply.route);
-    if (inFlight === 0 && drained !== undefined) drained();
-  };
 
   const writeHead = (res: Uws.HttpResponse, reply: Reply): void => {
     res.writeStatus(encodedStatusLines.get(reply.status) ?? statusLine(reply.status));
@@ -173,7 +139,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
    * Writes chunks until the socket pushes back, then waits for onWritable; after streamChunksPerTurn
    * chunks it yields the event loop, so one huge listing never holds up other requests or memory.
    */
-  const pumpStream = (res: Uws.HttpResponse, state: RequestState, meta: RequestMeta, reply: Reply, stream: Iterator<string>): void => {
+  const pumpStream = (res: Uws.HttpResponse, state: RequestState, meta: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
     for (let written = 0; written < streamChunksPerTurn; written++) {
       if (state.aborted) return;
       let next: IteratorResult<string>;
@@ -186,7 +152,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
       }
       if (next.done === true) {
         res.end();
-        settle(state, meta, reply);
+        tracker.settle(state, meta, reply);
         return;
       }
       // The producer did a slice of work and yields the event loop (streamPause, src/http/pipeline.ts).
@@ -202,7 +168,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
   };
 
-  const finish = (res: Uws.HttpResponse, state: RequestState, meta: RequestMeta, reply: Reply): void => {
+  const finish: Finish<Uws.HttpResponse> = (res, state, meta, reply) => {
     // An aborted request is already settled by onAborted.
     if (state.done || state.streaming) return;
     const stream = reply.stream;
@@ -215,7 +181,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
         if (meta.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
         else res.end(body, closesConnection(reply.status));
       });
-      settle(state, meta, reply);
+      tracker.settle(state, meta, reply);
       return;
     }
     state.streaming = true;
@@ -225,23 +191,8 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
       pumpStream(res, state, meta, reply, stream);
     });
   };
-
-  const dispatch = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest): void => {
-    let result: Reply | Promise<Reply>;
-    try {
-      result = opts.handler(request);
-    } catch {
-      result = opts.earlyReply('internal');
-    }
-    if (result instanceof Promise) {
-      result.then(
-        (reply) => finish(res, state, request, reply),
-        () => finish(res, state, request, opts.earlyReply('internal')),
-      );
-    } else {
-      finish(res, state, request, result);
-    }
-  };
+  // finish and the tracker refer to each other; neither runs before a request arrives.
+  const tracker = new RequestTracker<Uws.HttpResponse>(opts, finish, bodyReceiveSweepMs);
 
   app.any('/*', (res, req) => {
     const startedAt = performance.now();
@@ -250,16 +201,12 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     const query = req.getQuery() ?? '';
     scan.reset(method.length + url.length + query.length + 12);
     req.forEach(scan.visit);
-    const state: RequestState = { aborted: false, done: false, streaming: false };
+    const state = tracker.begin();
     const request = new CapturedRequest(upperMethods.get(method) ?? method.toUpperCase(), url, query, startedAt, res, state);
     request.authorization = scan.authorization;
     request.contentType = scan.contentType;
     const contentLength = scan.contentLength;
-    inFlight++;
-    res.onAborted(() => {
-      state.aborted = true;
-      if (!state.done) { state.done = true; inFlight--; if (inFlight === 0 && drained !== undefined) drained(); }
-    });
+    res.onAborted(() => tracker.aborted(state));
 
     if (scan.bytes > headerBytesMax) {
       finish(res, state, request, opts.earlyReply('headers_too_large'));
@@ -272,7 +219,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
       return;
     }
     if (!methodsWithBody.has(method)) {
-      dispatch(res, state, request);
+      tracker.dispatch(res, state, request);
       return;
     }
     // Bounded while streaming: refuse on the declared length, then re-check the running length per chunk.
@@ -282,22 +229,21 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     }
     const chunks: Buffer[] = [];
     let received = 0;
-    const entry: Receiving = { res, state, request, older: undefined, newer: undefined };
-    receiving.add(entry);
+    const entry = tracker.receiving(res, state, request);
     res.onData((chunk, isLast) => {
       if (state.done) return;
       received += chunk.byteLength;
       if (received > opts.bodyBytesMax) {
-        receiving.remove(entry);
+        tracker.received(entry);
         finish(res, state, request, opts.earlyReply('payload_too_large'));
         return;
       }
       // uWS neuters the ArrayBuffer after this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) {
-        receiving.remove(entry);
+        tracker.received(entry);
         request.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
-        dispatch(res, state, request);
+        tracker.dispatch(res, state, request);
       }
     });
   });
@@ -312,11 +258,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
         port: uws.us_socket_local_port(listenSocket),
         close(graceMs: number): Promise<void> {
           uws.us_listen_socket_close(listenSocket);
-          if (inFlight === 0) return Promise.resolve();
-          return new Promise((done) => {
-            const timer = setTimeout(done, graceMs);
-            drained = () => { clearTimeout(timer); done(); };
-          });
+          return tracker.drained(graceMs);
         },
       });
     });
