@@ -139,7 +139,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
    * Writes chunks until the socket pushes back, then waits for onWritable; after streamChunksPerTurn
    * chunks it yields the event loop, so one huge listing never holds up other requests or memory.
    */
-  const pumpStream = (res: Uws.HttpResponse, state: RequestState, meta: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
+  const pumpStream = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
     for (let written = 0; written < streamChunksPerTurn; written++) {
       if (state.aborted) return;
       let next: IteratorResult<string>;
@@ -152,23 +152,23 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
       }
       if (next.done === true) {
         res.end();
-        tracker.settle(state, meta, reply);
+        tracker.settle(state, request, reply);
         return;
       }
       // The producer did a slice of work and yields the event loop (streamPause, src/http/pipeline.ts).
       if (next.value === '') break;
       if (!res.write(next.value)) {
         res.onWritable(() => {
-          setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
+          setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, request, reply, stream)); });
           return true;
         });
         return;
       }
     }
-    setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, meta, reply, stream)); });
+    setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, request, reply, stream)); });
   };
 
-  const finish: Finish<Uws.HttpResponse> = (res, state, meta, reply) => {
+  const finish: Finish<Uws.HttpResponse> = (res, state, request, reply) => {
     // An aborted request is already settled by onAborted.
     if (state.done || state.streaming) return;
     const stream = reply.stream;
@@ -178,17 +178,17 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
         const body = encodedBody(reply.body);
         // A HEAD answer has headers and no body, as node:http sends it. The connection closes after it: this
         // uWS build takes the connection to be still answering after endWithoutBody and cuts it at the next request.
-        if (meta.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
+        if (request.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
         else res.end(body, closesConnection(reply.status));
       });
-      tracker.settle(state, meta, reply);
+      tracker.settle(state, request, reply);
       return;
     }
     state.streaming = true;
     res.cork(() => {
       writeHead(res, reply);
       res.write(encodedBody(reply.body));
-      pumpStream(res, state, meta, reply, stream);
+      pumpStream(res, state, request, reply, stream);
     });
   };
   // finish and the tracker refer to each other; neither runs before a request arrives.
