@@ -138,9 +138,20 @@ test('addresses count by IPv4, by the /64 of IPv6, IPv4-mapped as IPv4, names as
   assert.equal(addressKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
   assert.equal(addressKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64');
   assert.equal(addressKey('[2001:db8:1:2::5]'), '2001:db8:1:2::/64');
-  assert.equal(addressKey('::1'), '0:0:0:0::/64');
   assert.equal(addressKey('::ffff:198.51.100.3'), '198.51.100.3');
   assert.equal(addressKey('Proxy.Example'), 'proxy.example');
+});
+
+// Issue 23, finding 1: every IPv4 client written in full form, and ::1, shared the one bucket 0:0:0:0::/64.
+test('an IPv4-mapped address counts as its IPv4 address in every textual form, and ::1 as itself', () => {
+  for (const form of ['::ffff:127.0.0.2', '0000:0000:0000:0000:0000:ffff:7f00:0002', '::ffff:7f00:2', '0:0:0:0:0:FFFF:127.0.0.2', '[::ffff:7f00:2]']) {
+    assert.equal(addressKey(form), '127.0.0.2', form);
+  }
+  assert.equal(addressKey('::1'), '::1');
+  assert.equal(addressKey('0000:0000:0000:0000:0000:0000:0000:0001'), '::1');
+  assert.equal(addressKey('::2'), '0:0:0:0::/64');
+  assert.notEqual(addressKey('0000:0000:0000:0000:0000:ffff:7f00:0002'), addressKey('0000:0000:0000:0000:0000:ffff:7f00:0003'));
+  assert.notEqual(addressKey('::ffff:7f00:1'), addressKey('::1'));
 });
 
 test('zero factors turn the lockouts off; a released attempt counts for nothing', () => {

@@ -22,7 +22,7 @@
 // oldest idle first out. Evicting a live lockout early needs that many fresh failures, each costing a
 // password hash from the bounded pool, which takes longer than the longest lockout lasts.
 
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 import type { Config } from '../config/config.js';
 import {
   bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceKeyCharsMax, bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax,
@@ -64,19 +64,42 @@ export type Admission =
 /**
  * The address counters count by: an IPv4 address as is, an IPv6 address by its /64 (one customer
  * usually holds a whole /64, so counting single IPv6 addresses would count nothing), an IPv4-mapped
- * IPv6 address as its IPv4 address, anything else (a name, garbage) as its text, lowercased.
+ * IPv6 address in any of its forms as its IPv4 address, the loopback ::1 as itself (it is this host,
+ * not a customer's /64), anything else (a name, garbage) as its text, lowercased.
  */
 export function addressKey(raw: string): string {
   const text = raw.trim().toLowerCase().slice(0, bruteForceKeyCharsMax);
   if (!text.includes(':')) return text; // IPv4, or not an IP address at all: the common case, without the IPv6 parser
   const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
-  if (unbracketed.startsWith('::ffff:') && isIPv4(unbracketed.slice(7))) return unbracketed.slice(7);
   if (!isIPv6(unbracketed)) return text;
-  const [head, tail] = unbracketed.includes('::') ? unbracketed.split('::') as [string, string] : [unbracketed, undefined];
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups = ipv6Groups(unbracketed);
+  let zerosFirst = 0;
+  while (zerosFirst < 8 && groups[zerosFirst] === 0) zerosFirst++;
+  if (zerosFirst === 5 && groups[5] === 0xffff) return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
+  if (zerosFirst === 7 && groups[7] === 1) return '::1';
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (isIPv6), `::` expanded and a dotted IPv4 tail read as two groups. */
+function ipv6Groups(address: string): number[] {
+  const parse = (part: string): number[] => {
+    if (part === '') return [];
+    const out: number[] = [];
+    for (const piece of part.split(':')) {
+      if (piece.includes('.')) {
+        const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
+        out.push((a << 8) | b, (c << 8) | d);
+      } else {
+        out.push(parseInt(piece, 16));
+      }
+    }
+    return out;
+  };
+  const gap = address.indexOf('::');
+  if (gap === -1) return parse(address);
+  const left = parse(address.slice(0, gap));
+  const right = parse(address.slice(gap + 2));
+  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
 
 export class BruteForceLimiter {
