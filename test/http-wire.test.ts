@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
-import { headerBytesMax } from '../src/config/limits.js';
+import { headerBytesMax, refusedBodyDrainBytesMax } from '../src/config/limits.js';
 import { adminEmail, adminPassword, basicAuth, startServer, type ServerProcess } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -179,4 +179,32 @@ test('HEAD and OPTIONS are refused with 405 and Allow, as any other method a rou
   assert.match(raw.subarray(0, headEnd).toString('latin1'), /^HTTP\/1\.1 405 [^]*\r\nAllow: GET\r\n/i);
   // uWS closes the connection after a HEAD answer (docs/http-front-ends.md); node:http goes on to the GET.
   assert.match(raw.subarray(headEnd).toString('latin1'), /^(HTTP\/1\.1 200 [^]*)?$/, 'no body: the next bytes, if any, are the GET\'s answer');
+});
+
+// Issue 23, HTTP framing: a 3 MiB body to a 1 MiB limit reached fetch as a connection reset instead of the 413.
+test('a body over the limit that declared its length is drained: a client that sends it whole (fetch) reads the 413', async () => {
+  const body = JSON.stringify({ name: 'too-big', blob: 'a'.repeat(3 * 1024 * 1024) });
+  const statuses: (number | string)[] = [];
+  for (let i = 0; i < 10; i++) {
+    try {
+      const res = await fetch(`${server.baseUrl}/applications/application`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body });
+      statuses.push(res.status);
+      await res.text();
+    } catch (err) {
+      statuses.push(String((err as { cause?: { code?: string } }).cause?.code ?? err));
+    }
+  }
+  assert.deepEqual(statuses, Array<number>(10).fill(413));
+});
+
+test('after a drained 413 the connection serves the next request; a declared length past the drain limit is answered and cut', async () => {
+  const length = 1024 * 1024 + 1;
+  const head = `POST /applications/application HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+  const drained = await exchange([head, Buffer.alloc(length, 0x61), 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'], { gapMs: 100, quietMs: 1500 });
+  assert.deepEqual(drained.responses.map((r) => r.status), [413, 200]);
+  assert.equal(drained.closedByServer, false);
+  const huge = `POST /applications/application HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${refusedBodyDrainBytesMax + 1}\r\n\r\n`;
+  const cut = await exchange([huge], { quietMs: 1500 });
+  assert.deepEqual(cut.responses.map((r) => r.status), [413]);
+  assert.equal(cut.closedByServer, true);
 });

@@ -208,6 +208,8 @@ export const replyEncodeBytesMax = 64 * 1024;
 export const peerAddressTextsMax = 4096;
 /** A request line and header fields larger than this are answered 431 and the connection closed (node:http's own default). */
 export const headerBytesMax = 16 * 1024;
+/** A body refused for its size (413) that declared at most this many bytes is read and dropped before the connection goes on (src/http/adapter.ts drainsRefusedBody). */
+export const refusedBodyDrainBytesMax = 16 * 1024 * 1024;
 /** A connection with no request in progress is closed after this long: uWS's fixed HTTP idle timeout, applied to node:http too. */
 export const connectionIdleMs = 10_000;
 /** Random bytes fetched at once for new ids (src/store/ids.ts): ids are public, so a pool of them in memory gives nothing away. */

@@ -1,5 +1,7 @@
 // The HTTP front ends' common interface (src/http/front-uws.ts, src/http/front-node.ts): what a handler sees and answers, and what both share.
 
+import { refusedBodyDrainBytesMax } from '../config/limits.js';
+
 /** What a handler sees of a request: copied out synchronously, so it outlives uWS's stack-allocated original. */
 export interface HttpRequest {
   readonly method: string;
@@ -42,6 +44,8 @@ export interface Reply {
   readonly contentType?: string;
   /** The matched route as `METHOD pattern`, for metrics; absent when no route matched. */
   readonly route?: string;
+  /** Close the connection once this reply is sent: what is left of the request on it is unwanted (refusals). */
+  readonly closeConnection?: boolean;
 }
 
 export type Handler = (req: HttpRequest) => Reply | Promise<Reply>;
@@ -117,9 +121,18 @@ export class ReceivingList<E extends Linked<E>> {
 /** Failures a front end detects before a handler runs; each answer closes the connection. */
 export type EarlyReplyKind = 'payload_too_large' | 'request_timeout' | 'headers_too_large' | 'internal';
 
-/** Statuses after which the connection is closed: the rest of the request on it is unwanted. */
-export function closesConnection(status: number): boolean {
-  return status === 408 || status === 413 || status === 431;
+/** A refusal made before a handler runs; it closes the connection unless the front end drains the rest of the request. */
+export function refusal(opts: AdapterOptions, kind: EarlyReplyKind, closeConnection = true): Reply {
+  return { ...opts.earlyReply(kind), closeConnection };
+}
+
+/**
+ * Whether a body refused for its size is read to its end and dropped, so that a client that sends the whole
+ * body before it reads (fetch does) gets the 413 instead of a reset: only a declared length up to
+ * refusedBodyDrainBytesMax. A larger or undeclared one is answered and its connection closed at once.
+ */
+export function drainsRefusedBody(contentLength: string | undefined): boolean {
+  return contentLength !== undefined && contentLength !== '' && Number(contentLength) <= refusedBodyDrainBytesMax;
 }
 
 /** Chunks of a streamed body written per event-loop turn before yielding (with 64 KiB chunks: 1 MiB). */
@@ -189,7 +202,7 @@ export class RequestTracker<R> {
       const startedBefore = performance.now() - opts.bodyReceiveTimeoutMs;
       for (let entry = this.#receiving.oldest; entry !== undefined && entry.request.startedAt <= startedBefore; entry = this.#receiving.oldest) {
         this.#receiving.remove(entry);
-        this.finish(entry.res, entry.state, entry.request, opts.earlyReply('request_timeout'));
+        this.finish(entry.res, entry.state, entry.request, refusal(opts, 'request_timeout'));
       }
     }, sweepMs).unref();
   }

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
 import {
-  addressFromText, closesConnection, RequestTracker, statusLine, streamChunksPerTurn,
+  addressFromText, drainsRefusedBody, refusal, RequestTracker, statusLine, streamChunksPerTurn,
   type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer,
 } from './adapter.js';
 
@@ -26,7 +26,7 @@ function headerList(reply: Reply, contentLength: number | undefined): string[] {
   const list = ['Content-Type', reply.contentType ?? 'application/json'];
   if (reply.headers !== undefined) for (const [name, value] of reply.headers) list.push(name, value);
   if (contentLength !== undefined) list.push('Content-Length', String(contentLength));
-  if (closesConnection(reply.status)) list.push('Connection', 'close');
+  if (reply.closeConnection === true) list.push('Connection', 'close');
   return list;
 }
 
@@ -130,7 +130,8 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
     }
     const contentLength = headers['content-length'];
     if (contentLength !== undefined && Number(contentLength) > opts.bodyBytesMax) {
-      finish(res, state, request, opts.earlyReply('payload_too_large'));
+      // Kept open, node:http reads the rest of the body and drops it (drainsRefusedBody).
+      finish(res, state, request, refusal(opts, 'payload_too_large', !drainsRefusedBody(contentLength)));
       return;
     }
     const chunks: Buffer[] = [];
@@ -141,7 +142,7 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
       received += chunk.length;
       if (received > opts.bodyBytesMax) {
         tracker.received(entry);
-        finish(res, state, request, opts.earlyReply('payload_too_large'));
+        finish(res, state, request, refusal(opts, 'payload_too_large'));
         return;
       }
       chunks.push(chunk);
@@ -170,7 +171,7 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
       socket.destroy();
       return;
     }
-    const reply = opts.earlyReply(kind);
+    const reply = refusal(opts, kind);
     opts.onFinished({ method: '', path: '' }, reply.status, 0, undefined);
     socket.end(rawReply(reply));
   });

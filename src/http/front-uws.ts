@@ -3,7 +3,7 @@
 import type * as Uws from 'uWebSockets.js';
 import { bodyReceiveSweepMs, headerBytesMax, peerAddressTextsMax, replyEncodeBytesMax } from '../config/limits.js';
 import {
-  addressText, closesConnection, joined, RequestTracker, statusLine, statusLines, streamChunksPerTurn,
+  addressText, drainsRefusedBody, joined, refusal, RequestTracker, statusLine, statusLines, streamChunksPerTurn,
   type AdapterOptions, type BodyText, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer,
 } from './adapter.js';
 
@@ -179,7 +179,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
         // A HEAD answer has headers and no body, as node:http sends it. The connection closes after it: this
         // uWS build takes the connection to be still answering after endWithoutBody and cuts it at the next request.
         if (request.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
-        else res.end(body, closesConnection(reply.status));
+        else res.end(body, reply.closeConnection === true);
       });
       tracker.settle(state, request, reply);
       return;
@@ -209,7 +209,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     res.onAborted(() => tracker.aborted(state));
 
     if (scan.bytes > headerBytesMax) {
-      finish(res, state, request, opts.earlyReply('headers_too_large'));
+      finish(res, state, request, refusal(opts, 'headers_too_large'));
       return;
     }
     if (scan.contentLengths > 1) {
@@ -223,19 +223,21 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
       return;
     }
     // Bounded while streaming: refuse on the declared length, then re-check the running length per chunk.
-    if (contentLength !== '' && Number(contentLength) > opts.bodyBytesMax) {
-      finish(res, state, request, opts.earlyReply('payload_too_large'));
-      return;
-    }
+    // A refused body may still be arriving: onData goes on dropping it (drainsRefusedBody).
     const chunks: Buffer[] = [];
     let received = 0;
+    if (contentLength !== '' && Number(contentLength) > opts.bodyBytesMax) {
+      res.onData(() => {});
+      finish(res, state, request, refusal(opts, 'payload_too_large', !drainsRefusedBody(contentLength)));
+      return;
+    }
     const entry = tracker.receiving(res, state, request);
     res.onData((chunk, isLast) => {
       if (state.done) return;
       received += chunk.byteLength;
       if (received > opts.bodyBytesMax) {
         tracker.received(entry);
-        finish(res, state, request, opts.earlyReply('payload_too_large'));
+        finish(res, state, request, refusal(opts, 'payload_too_large'));
         return;
       }
       // uWS neuters the ArrayBuffer after this callback returns: copy it.
