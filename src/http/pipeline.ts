@@ -2,9 +2,11 @@
 
 import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
+import { bodyJsonDepthMax } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
 import { joined, type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
+import { bodyNestsTooDeep } from './json-depth.js';
 import { Router, type Method } from './router.js';
 import type { AuditEntry } from '../service/audit.js';
 
@@ -151,6 +153,10 @@ function parseBody(req: HttpRequest): unknown {
     text = utf8.decode(req.body);
   } catch {
     throw new DomainError('invalid_json', 'The request body is not valid UTF-8.');
+  }
+  // Refused before JSON.parse, which would spend long on deep nesting (and schema checks recurse as deep after it).
+  if (bodyNestsTooDeep(req.body)) {
+    throw new DomainError('invalid_json', `The request body nests arrays and objects more than ${bodyJsonDepthMax} levels deep.`);
   }
   try {
     return JSON.parse(text) as unknown;
