@@ -2,6 +2,8 @@
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { bcrypt } from 'hash-wasm';
 import type { Application, Group, User } from '../src/client/index.js';
@@ -139,8 +141,19 @@ describe('API keys and snapshot', () => {
     await api.client.applications.create({ name: 'before the snapshot' });
     const res = await authctl(['snapshot'], { env });
     assert.equal(res.code, 0, res.stderr);
-    assert.match(res.stdout, /^snapshot written: .*snapshot-\d{16}\.msgpack \(seq \d+/);
+    assert.match(res.stdout, /^snapshot written: snapshot-\d{16}\.msgpack \(seq \d+/);
     const again = await authctl(['snapshot', '--json'], { env });
     assert.deepEqual(JSON.parse(again.stdout), { taken: false, reason: 'nothing changed since the newest snapshot' });
+  });
+
+  test('the snapshot answer names the file within DATA_DIR, never its absolute path (issue 23)', async () => {
+    await api.client.applications.create({ name: 'before the second snapshot' });
+    const res = await api.post('/admin/snapshot');
+    assert.equal(res.status, 200, res.text);
+    assert.ok(!res.text.includes(server.dirs.root), `the answer reveals no server path: ${res.text}`);
+    const snapshot = (res.json as { service: { result: { snapshot: { taken: boolean; file: string } } } }).service.result.snapshot;
+    assert.equal(snapshot.taken, true);
+    assert.match(snapshot.file, /^snapshot-\d{16}\.msgpack$/);
+    assert.ok(existsSync(join(server.dirs.dataDir, snapshot.file)), 'the named file is in DATA_DIR');
   });
 });

@@ -75,7 +75,10 @@ export interface AuthenticateInput {
 export interface AuthenticateResult { authenticated: boolean; user?: User }
 
 export interface SnapshotResult {
-  taken: boolean; reason?: string; file?: string; base_seq?: number; entities?: number; bytes?: number;
+  taken: boolean; reason?: string;
+  /** The snapshot's file name within the server's data directory, not a path. */
+  file?: string;
+  base_seq?: number; entities?: number; bytes?: number;
   duration_ms?: number; event_loop_delay_max_ms?: number; event_loop_delay_p99_ms?: number;
 }
 

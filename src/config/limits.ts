@@ -20,6 +20,12 @@ export const passwordBytesMax = 1024;
 export const passwordHashCharsMax = 512;
 export const customDataBytesMax = 64 * 1024;
 export const customDataDepthMax = 32;
+/**
+ * Arrays and objects nested in a request body, counted on its raw bytes before it is parsed: JSON.parse of deep
+ * nesting holds the event loop for long (and the custom_data check after it recurses as deep). Above the depth
+ * custom_data may reach inside a body, so an over-deep custom_data still gets that field's own message.
+ */
+export const bodyJsonDepthMax = 64;
 export const ipAddressCharsMax = 64;
 
 // Relations per entity

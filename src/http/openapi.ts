@@ -89,7 +89,9 @@ const entitySchemas: Record<string, JsonSchema> = {
 
 const snapshotResult = obj({
   snapshot: obj({
-    taken: { type: 'boolean' }, reason: str, file: str, base_seq: { type: 'integer' }, entities: { type: 'integer' },
+    taken: { type: 'boolean' }, reason: str,
+    file: { type: 'string', description: 'The snapshot\'s file name within the data directory (DATA_DIR), not its path.' },
+    base_seq: { type: 'integer' }, entities: { type: 'integer' },
     bytes: { type: 'integer' }, duration_ms: { type: 'number' }, event_loop_delay_max_ms: { type: 'number' },
     event_loop_delay_p99_ms: { type: 'number' },
   }, ['taken']),

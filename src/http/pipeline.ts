@@ -2,9 +2,11 @@
 
 import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
+import { bodyJsonDepthMax } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
 import { joined, type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
+import { bodyNestsTooDeep } from './json-depth.js';
 import { Router, type Method } from './router.js';
 import type { AuditEntry } from '../service/audit.js';
 
@@ -107,12 +109,26 @@ export function envelope(req: HttpRequest, result: BodyText): readonly BodyPiece
   return pieces;
 }
 
+type HeaderList = readonly (readonly [string, string])[];
+
+/**
+ * Every answer of the service, errors included, forbids caches to keep it: it carries user data, an API Key's
+ * secret or an account's state, and none is worth serving stale (GET /health and GET /openapi.json neither).
+ * One array shared by every reply, so the common reply allocates no header list.
+ */
+export const noStoreHeaders: HeaderList = [['Cache-Control', 'no-store']];
+
+/** A handler's own headers after the shared ones; the shared array itself when it has none. */
+function withNoStore(headers: HeaderList | undefined): HeaderList {
+  return headers === undefined || headers.length === 0 ? noStoreHeaders : [...noStoreHeaders, ...headers];
+}
+
 export function errorReply(req: HttpRequest, code: ErrorCode, message?: string, extra?: { result?: Record<string, unknown>; retryAfterS?: number; headers?: [string, string][] }): Reply {
   const status = errorCatalog[code].status;
   const error = JSON.stringify({ status, code, message: message ?? errorCatalog[code].message });
   const result = extra?.result === undefined ? '' : `"result":${JSON.stringify(extra.result)},`;
-  const headers: [string, string][] = [...(extra?.headers ?? [])];
-  if (extra?.retryAfterS !== undefined) headers.push(['Retry-After', String(extra.retryAfterS)]);
+  let headers = withNoStore(extra?.headers);
+  if (extra?.retryAfterS !== undefined) headers = [...headers, ['Retry-After', String(extra.retryAfterS)]];
   return { status, body: `{"service":{${result}"error":${error},"elapsed":${elapsedSeconds(req)}}}`, headers };
 }
 
@@ -137,6 +153,10 @@ function parseBody(req: HttpRequest): unknown {
     text = utf8.decode(req.body);
   } catch {
     throw new DomainError('invalid_json', 'The request body is not valid UTF-8.');
+  }
+  // Refused before JSON.parse, which would spend long on deep nesting (and schema checks recurse as deep after it).
+  if (bodyNestsTooDeep(req.body)) {
+    throw new DomainError('invalid_json', `The request body nests arrays and objects more than ${bodyJsonDepthMax} levels deep.`);
   }
   try {
     return JSON.parse(text) as unknown;
@@ -196,12 +216,12 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     if (isAudited(route) && caller !== undefined) auditMutation(req, key, params, caller, 'success', out.list === undefined ? out.result : undefined);
     if (out.list !== undefined) {
       return {
-        status: out.status ?? 200, headers: out.headers,
+        status: out.status ?? 200, headers: withNoStore(out.headers),
         body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req), route: key,
       };
     }
-    if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: out.headers, contentType: out.contentType, route: key };
-    return { status: out.status ?? 200, body: envelope(req, out.result), headers: out.headers, route: key };
+    if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: withNoStore(out.headers), contentType: out.contentType, route: key };
+    return { status: out.status ?? 200, body: envelope(req, out.result), headers: withNoStore(out.headers), route: key };
   };
 
   /** Once the caller is known: the handler's reply, at once when the handler answers at once. */
