@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
-  baseApplicationId, createApplication, createGroup, createUser, getApplication, unique, unknownId,
+  baseApplicationId, createApplication, createGroup, createUser, getApplication, getGroup, unique, unknownId,
 } from './helpers/http-fixtures.js';
 import {
   assertApplication, assertGroup, assertLater, assertUserIds, fails, failsOnField, ok, okKey, refusedDelete,
@@ -184,10 +184,33 @@ describe('DELETE /applications/application/{appid}', () => {
     assert.ok(!listed.some((a) => a.id === app.id), 'a deleted Application is not listed');
   });
 
-  test('a DISABLED Application without Users is deleted, and its Groups with it', async () => {
+  test('a DISABLED Application with Groups, ENABLED or DISABLED, is refused and changes nothing (issue 23)', async () => {
+    const app = await createApplication(api);
+    const enabled = await createGroup(api, app.id);
+    const disabled = okKey<GroupJson>(await api.put(`/groups/group/${(await createGroup(api, app.id)).id}`, { status: 'DISABLED' }), 'group');
+    const disabledApp = okKey<ApplicationJson>(await api.put(`/applications/application/${app.id}`, { status: 'DISABLED' }), 'application');
+
+    const error = refusedDelete(await api.delete(`/applications/application/${app.id}`), 'delete_refused');
+    assert.match(error.message, /Groups must be deleted before the Application can be deleted/);
+    assert.deepEqual(await getApplication(api, app.id), disabledApp, 'the Application stays');
+    assert.deepEqual(await getGroup(api, enabled.id), enabled, 'an ENABLED Group is not deleted behind its own rule');
+    assert.deepEqual(await getGroup(api, disabled.id), disabled);
+    const listed = okKey<GroupJson[]>(await api.get(`/applications/application/${app.id}/groups`), 'groups');
+    assert.deepEqual(listed.map((g) => g.id).sort(), [enabled.id, disabled.id].sort());
+
+    // Once only the ENABLED one is left, still refused.
+    ok(await api.delete(`/groups/group/${disabled.id}`));
+    refusedDelete(await api.delete(`/applications/application/${app.id}`), 'delete_refused');
+    assert.deepEqual(await getGroup(api, enabled.id), enabled);
+  });
+
+  test('a DISABLED Application without Users is deleted once its Groups are', async () => {
     const app = await createApplication(api);
     const group = await createGroup(api, app.id);
     ok(await api.put(`/applications/application/${app.id}`, { status: 'DISABLED' }));
+    refusedDelete(await api.delete(`/applications/application/${app.id}`), 'delete_refused');
+    ok(await api.put(`/groups/group/${group.id}`, { status: 'DISABLED' }));
+    assert.deepEqual(ok(await api.delete(`/groups/group/${group.id}`)), { deleted: true });
     assert.deepEqual(ok(await api.delete(`/applications/application/${app.id}`)), { deleted: true });
     fails(await api.get(`/applications/application/${app.id}`), 404, 'not_found');
     fails(await api.get(`/groups/group/${group.id}`), 404, 'not_found');

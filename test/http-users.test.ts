@@ -8,7 +8,7 @@ import {
 } from './helpers/http-fixtures.js';
 import {
   assertLater, assertUserFull, fails, failsOnField, ok, okKey, refusedDelete,
-  type ApplicationJson, type UserFullJson, type UserIdsJson,
+  type ApplicationJson, type GroupJson, type UserFullJson, type UserIdsJson,
 } from './helpers/http-shapes.js';
 import { adminPassword, startServer, type Api, type ServerProcess } from './helpers/server.js';
 
@@ -375,18 +375,35 @@ describe('membership removal', () => {
     fails(await api.delete(`/users/user/${unknownId}/application/${app.id}`), 404, 'not_found');
   });
 
-  test('deleting another Application takes its Groups out of a User who is a member without being associated', async () => {
+  test('leaving an Application leaves its Groups and keeps the others (issue 23)', async () => {
     const other = await createApplication(api);
-    const foreign = await createGroup(api, other.id);
+    const left1 = await createGroup(api, other.id);
+    const left2 = await createGroup(api, other.id);
     const own = await createGroup(api, app.id);
-    const user = await createUser(api, [app.id], { groups: [own.id, foreign.id] });
-    ok(await api.put(`/applications/application/${other.id}`, { status: 'DISABLED' }));
-    assert.deepEqual(ok(await api.delete(`/applications/application/${other.id}`)), { deleted: true });
+    const user = await createUser(api, [app.id, other.id], { groups: [left1.id, own.id, left2.id] });
+    assert.deepEqual(ok(await api.delete(`/users/user/${user.id}/application/${other.id}`)), { deleted: true });
     const after = await getUser(api, user.id);
     assertUserFull(after, server.publicUrl);
+    assert.deepEqual(after.applications.map((a) => a.id), [app.id]);
     assert.deepEqual(after.groups.map((g) => g.id), [own.id]);
+    for (const g of [left1, left2]) assert.deepEqual(okKey(await api.get(`/groups/group/${g.id}/users`), 'users'), [], 'the Group no longer lists the User');
+    assert.deepEqual(okKey<UserIdsJson[]>(await api.get(`/groups/group/${own.id}/users`), 'users').map((u) => u.id), [user.id]);
     const listed = okKey<UserIdsJson[]>(await api.get(`/applications/application/${app.id}/users`), 'users').find((u) => u.id === user.id);
-    assert.deepEqual(listed?.groups, [own.id], 'the id listing holds no dangling Group id');
+    assert.deepEqual(listed?.groups, [own.id], 'the id listing shows the same');
+    assert.deepEqual(okKey<GroupJson[]>(await api.get(`/applications/application/${other.id}/groups`), 'groups').map((g) => g.id).sort(),
+      [left1.id, left2.id].sort(), 'the Groups themselves stay');
+  });
+
+  test('joining a Group of an Application the User is not in is a 400 naming groups and changes nothing (issue 23)', async () => {
+    const other = await createApplication(api);
+    const foreign = await createGroup(api, other.id);
+    const email = `${unique('foreign')}@example.com`;
+    failsOnField(await api.post('/users/user', { email, password: defaultUserPassword, applications: [app.id], groups: [foreign.id] }), 'groups');
+    assert.deepEqual(await usersNamed(email), [], 'nobody was created');
+    const user = await createUser(api, [app.id]);
+    failsOnField(await api.put(`/users/user/${user.id}`, { groups: [foreign.id] }), 'groups');
+    assert.deepEqual(await getUser(api, user.id), user);
+    assert.deepEqual(okKey(await api.get(`/groups/group/${foreign.id}/users`), 'users'), []);
   });
 
   test('DELETE /users/user/{userid}/group/{groupid} removes one Group and nothing else', async () => {

@@ -71,7 +71,11 @@ function checkIndexes(state: State): void {
   for (const user of users) {
     assert.equal(state.userByEmail(user.email)?.id, user.id);
     for (const key of user.apikeys) assert.equal(state.userByApikey(key.id)?.id, user.id);
-    for (const g of user.groups) assert.ok(state.group(g) !== undefined, 'membership of a deleted group survived');
+    for (const g of user.groups) {
+      assert.ok(state.group(g) !== undefined, 'membership of a deleted group survived');
+      // Issue 23: a User is never in a Group of an Application it is not (or no longer) associated with.
+      assert.ok(user.applications.includes(state.group(g)!.application), `${user.id} is in Group ${g} outside its Applications`);
+    }
     assert.ok(state.organization(user.organization) !== undefined, 'user without organization');
     const term = user.email.slice(1, 5).toLowerCase();
     assert.ok(state.search.search(term, Infinity).includes(user.id), `search "${term}" misses ${user.id}`);
@@ -113,7 +117,8 @@ function randomStep(h: Harness, rand: () => number): void {
       case 5: { const g = pick(rand, groups); if (g) h.commit((st) => decide.deleteGroup(st, g.id)); break; }
       case 6: case 7: {
         const app = pick(rand, apps);
-        const g = pick(rand, groups);
+        // Mostly a Group of that Application; now and then any Group, which is refused when it is another's.
+        const g = pick(rand, rand() < 0.7 ? groups.filter((x) => x.application === app?.id) : groups);
         if (app) {
           const email = `u${Math.floor(rand() * 40)}@Example.com`;
           const custom = rand() < 0.5 ? { company_name: pick(rand, ['Acme', 'acme', 'Initech'])! } : null;
@@ -125,8 +130,10 @@ function randomStep(h: Harness, rand: () => number): void {
       }
       case 8: {
         const u = pick(rand, users);
-        const g = pick(rand, groups);
         const app = pick(rand, apps);
+        // Mostly a Group of an Application the User has or joins here; now and then any Group.
+        const mine = groups.filter((x) => x.application === app?.id || u?.applications.includes(x.application) === true);
+        const g = pick(rand, rand() < 0.7 ? mine : groups);
         if (u) h.commit((st, c) => decide.updateUser(st, u.id, {
           status: pick(rand, ['UNVERIFIED', 'ENABLED', 'DISABLED'] as const),
           groups: g ? [g.id] : undefined, applications: app ? [app.id] : undefined,
@@ -150,7 +157,7 @@ function randomStep(h: Harness, rand: () => number): void {
       }
       case 13: {
         const u = pick(rand, users);
-        if (u && u.groups.length > 0) h.commit((st, c) => decide.removeUserGroup(st, u.id, u.groups[0]!, c));
+        if (u && u.groups.length > 0 && rand() < 0.5) h.commit((st, c) => decide.removeUserGroup(st, u.id, u.groups[0]!, c));
         else if (u && u.applications.length > 0) h.commit((st, c) => decide.removeUserApplication(st, u.id, u.applications[0]!, c));
         break;
       }
@@ -221,7 +228,7 @@ test('a fuzzy snapshot (entities copied while records keep applying) plus replay
   }
 });
 
-test('delete rules: Application needs DISABLED and no Users; Group needs DISABLED; base Application is protected', () => {
+test('delete rules: Application needs DISABLED, no Users and no Groups; Group needs DISABLED; base Application is protected', () => {
   const h = new Harness();
   boot(h);
   const base = h.state.meta!.baseApplication;
@@ -233,9 +240,76 @@ test('delete rules: Application needs DISABLED and no Users; Group needs DISABLE
   h.commit((s, c) => decide.updateApplication(s, app.id, { status: 'DISABLED' }, c));
   assert.throws(() => h.commit((s) => decide.deleteApplication(s, app.id)), /associated/);
   h.commit((s, c) => decide.removeUserApplication(s, user.id, app.id, c));
-  const group = h.commit((s, c) => decide.createGroup(s, { name: 'g', application: app.id }, c));
+  // Issue 23: its Groups, ENABLED or DISABLED, are deleted one by one first, each under its own rule.
+  const enabled = h.commit((s, c) => decide.createGroup(s, { name: 'g', application: app.id }, c));
+  const disabled = h.commit((s, c) => decide.createGroup(s, { name: 'h', application: app.id }, c));
+  h.commit((s, c) => decide.updateGroup(s, disabled.id, { status: 'DISABLED' }, c));
+  const refused = (e: DomainError): boolean => e.code === 'delete_refused' && /Groups must be deleted/.test(e.message)
+    && (e.result as { deleted: boolean }).deleted === false;
+  assert.throws(() => h.commit((s) => decide.deleteApplication(s, app.id)), refused);
+  h.commit((s) => decide.deleteGroup(s, disabled.id));
+  assert.throws(() => h.commit((s) => decide.deleteApplication(s, app.id)), refused, 'an ENABLED Group is not deleted behind its rule');
+  assert.ok(h.state.group(enabled.id) !== undefined);
+  h.commit((s, c) => decide.updateGroup(s, enabled.id, { status: 'DISABLED' }, c));
+  h.commit((s) => decide.deleteGroup(s, enabled.id));
   assert.equal(h.commit((s) => decide.deleteApplication(s, app.id)), true);
-  assert.equal(h.state.group(group.id), undefined, 'groups go with their application');
+});
+
+test('leaving an Application leaves its Groups, in one record that replays to the same User (issue 23)', () => {
+  const h = new Harness();
+  boot(h);
+  const a = h.commit((s, c) => decide.createApplication(s, { name: 'a' }, c));
+  const b = h.commit((s, c) => decide.createApplication(s, { name: 'b' }, c));
+  const ga = h.commit((s, c) => decide.createGroup(s, { name: 'ga', application: a.id }, c));
+  const gb = h.commit((s, c) => decide.createGroup(s, { name: 'gb', application: b.id }, c));
+  const user = h.commit((s, c) => decide.createUser(s, { email: 'x@y.io', passwordHash: 'h', applications: [a.id, b.id], groups: [ga.id, gb.id] }, c));
+  h.commit((s, c) => decide.removeUserApplication(s, user.id, a.id, c));
+  assert.deepEqual(h.state.user(user.id)!.applications, [b.id]);
+  assert.deepEqual(h.state.user(user.id)!.groups, [gb.id]);
+  assert.deepEqual(h.state.usersOfGroup(ga.id), []);
+  const record = h.log.at(-1)!;
+  assert.deepEqual(record.ops.map((o) => `${o.op} ${o.kind}`), ['put user'], 'the whole User, not a "remove" intent');
+  const replayed = new State();
+  for (const r of [...h.log, record]) replayed.apply(structuredClone(r));
+  assert.deepEqual(dump(replayed), dump(h.state));
+  checkIndexes(replayed);
+});
+
+test('a User joins a Group only with its Application: create and update refuse others with invalid_field groups (issue 23)', () => {
+  const h = new Harness();
+  boot(h);
+  const a = h.commit((s, c) => decide.createApplication(s, { name: 'a' }, c));
+  const b = h.commit((s, c) => decide.createApplication(s, { name: 'b' }, c));
+  const gb = h.commit((s, c) => decide.createGroup(s, { name: 'gb', application: b.id }, c));
+  const onGroups = (e: DomainError): boolean => e.code === 'invalid_field' && e.message.startsWith('groups:');
+  assert.throws(() => h.commit((s, c) => decide.createUser(s, { email: 'x@y.io', passwordHash: 'h', applications: [a.id], groups: [gb.id] }, c)), onGroups);
+  const user = h.commit((s, c) => decide.createUser(s, { email: 'x@y.io', passwordHash: 'h', applications: [a.id] }, c));
+  const before = JSON.stringify(dump(h.state));
+  assert.throws(() => h.commit((s, c) => decide.updateUser(s, user.id, { groups: [gb.id] }, c)), onGroups);
+  assert.equal(JSON.stringify(dump(h.state)), before, 'a refused update changes nothing');
+  // The Application and its Group in one update is consistent, so it is taken.
+  const joined = h.commit((s, c) => decide.updateUser(s, user.id, { applications: [b.id], groups: [gb.id] }, c));
+  assert.deepEqual(joined.groups, [gb.id]);
+});
+
+test('a User stored before the rule, in a Group of an Application it left, loads, replays and can still be updated', () => {
+  const h = new Harness();
+  boot(h);
+  const a = h.commit((s, c) => decide.createApplication(s, { name: 'a' }, c));
+  const b = h.commit((s, c) => decide.createApplication(s, { name: 'b' }, c));
+  const gb = h.commit((s, c) => decide.createGroup(s, { name: 'gb', application: b.id }, c));
+  const user = h.commit((s, c) => decide.createUser(s, { email: 'x@y.io', passwordHash: 'h', applications: [a.id] }, c));
+  // What the old removeUserApplication wrote: the User out of b but still in b's Group.
+  const stale = { ...h.state.user(user.id)!, groups: [gb.id] };
+  h.log.push({ seq: h.state.lastSeq + 1, at: 1_700_000_100_000_000, ops: [{ op: 'put', kind: 'user', value: stale }] });
+  h.state.apply(structuredClone(h.log.at(-1)!));
+  assert.deepEqual(h.state.usersOfGroup(gb.id).map((u) => u.id), [user.id], 'left as it was');
+  const replayed = new State();
+  for (const r of h.log) replayed.apply(structuredClone(r));
+  assert.deepEqual(dump(replayed), dump(h.state));
+  const renamed = h.commit((s, c) => decide.updateUser(s, user.id, { name: 'renamed' }, c));
+  assert.deepEqual(renamed.groups, [gb.id], 'an unrelated update neither refuses nor drops it');
+  assert.equal(h.commit((s) => decide.importUser(s, renamed)).id, user.id, 'an export of it imports');
 });
 
 test('group names are unique within an Application, case-insensitively, on create and rename', () => {

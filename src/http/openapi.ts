@@ -120,7 +120,7 @@ export const routeDocs: readonly RouteDoc[] = [
   { method: 'POST', pattern: '/applications/application', operationId: 'createApplication', tag: 'Applications', summary: 'Create an Application', body: bodies.applicationCreate, result: one('application', ref('Application')) },
   { method: 'GET', pattern: '/applications/application/:appid', operationId: 'getApplication', tag: 'Applications', summary: 'Read an Application', result: one('application', ref('Application')) },
   { method: 'PUT', pattern: '/applications/application/:appid', operationId: 'updateApplication', tag: 'Applications', summary: 'Update an Application', body: bodies.applicationUpdate, result: one('application', ref('Application')) },
-  { method: 'DELETE', pattern: '/applications/application/:appid', operationId: 'deleteApplication', tag: 'Applications', summary: 'Delete a DISABLED Application without Users (its Groups go with it)', result: deleted },
+  { method: 'DELETE', pattern: '/applications/application/:appid', operationId: 'deleteApplication', tag: 'Applications', summary: 'Delete a DISABLED Application without Users or Groups', result: deleted },
   { method: 'GET', pattern: '/applications/application/:appid/users', operationId: 'listApplicationUsers', tag: 'Applications', summary: 'Users of an Application (memberships as ids)', paged: true, result: listOf('users', ref('UserListed')) },
   { method: 'GET', pattern: '/applications/application/:appid/groups', operationId: 'listApplicationGroups', tag: 'Applications', summary: 'Groups of an Application', paged: true, result: listOf('groups', ref('Group')) },
 
@@ -153,7 +153,7 @@ export const routeDocs: readonly RouteDoc[] = [
     description: '`applications` and `groups` add memberships; `organization` moves the User.', body: bodies.userUpdate, result: one('user', ref('User')),
   },
   { method: 'DELETE', pattern: '/users/user/:userid', operationId: 'deleteUser', tag: 'Users', summary: 'Delete a DISABLED User', result: deleted },
-  { method: 'DELETE', pattern: '/users/user/:userid/application/:appid', operationId: 'removeUserApplication', tag: 'Users', summary: 'The User leaves an Application', result: deleted },
+  { method: 'DELETE', pattern: '/users/user/:userid/application/:appid', operationId: 'removeUserApplication', tag: 'Users', summary: 'The User leaves an Application and its Groups', result: deleted },
   { method: 'DELETE', pattern: '/users/user/:userid/group/:groupid', operationId: 'removeUserGroup', tag: 'Users', summary: 'The User leaves a Group', result: deleted },
 
   { method: 'POST', pattern: '/users/user/:userid/apikey', operationId: 'createApikey', tag: 'API Keys', summary: 'Create an API Key (answer carries its secret)', body: bodies.apikeyCreate, result: one('apikey', ref('ApiKeyWithSecret')) },

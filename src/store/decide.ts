@@ -6,7 +6,7 @@ import {
 import type {
   ApiKey, Application, Group, JsonObject, Meta, Op, Organization, Status, User, UserStatus,
 } from '../domain/entities.js';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, invalidField } from '../domain/errors.js';
 import type { State } from './state.js';
 
 /** Everything non-deterministic a decision needs, handed in so decisions stay testable and apply stays pure. */
@@ -125,10 +125,11 @@ export function deleteApplication(state: State, id: string): Decision<true> {
   if (app.status !== 'DISABLED') throw refuseDelete('An Application must be DISABLED before it is deleted.');
   const users = state.countUsersOfApplication(id);
   if (users > 0) throw refuseDelete(`An Application with associated Users cannot be deleted (${users} associated).`);
-  // No Group exists without its Application: its Groups go in the same record.
-  const ops: Op[] = state.groupsOfApplication(id).map((g) => ({ op: 'del', kind: 'group', id: g.id }));
-  ops.push({ op: 'del', kind: 'application', id });
-  return { ops, result: true };
+  // No Group exists without its Application, and each Group has its own delete rule (DISABLED first):
+  // deleting the Application must not delete them behind that rule, so they are deleted one by one first.
+  const groups = state.groupsOfApplication(id).length;
+  if (groups > 0) throw refuseDelete(`Groups must be deleted before the Application can be deleted (${groups} left).`);
+  return { ops: [{ op: 'del', kind: 'application', id }], result: true };
 }
 
 // ---- groups ----
@@ -203,6 +204,20 @@ function checkMemberships(
   }
 }
 
+/**
+ * A Group lives inside one Application, so a User may join it only while associated with that
+ * Application. Checked for the Groups a request adds (`added` exist already): a User stored before
+ * this rule with a Group of an Application it had left keeps it, and can still be updated otherwise.
+ */
+function checkGroupsInApplications(state: State, added: readonly string[], applications: readonly string[]): void {
+  for (const id of added) {
+    const application = state.group(id)!.application;
+    if (!applications.includes(application)) {
+      throw invalidField('groups', `Group ${id} belongs to Application ${application}, which the User is not associated with`);
+    }
+  }
+}
+
 function union(old: readonly string[], added: readonly string[] | undefined): readonly string[] {
   if (added === undefined || added.length === 0) return old;
   return [...new Set([...old, ...added])];
@@ -238,6 +253,7 @@ export function createUser(
   const applications = [...new Set(input.applications ?? [])];
   const groups = [...new Set(input.groups ?? [])];
   checkMemberships(state, { applications, groups }, { applications, groups });
+  checkGroupsInApplications(state, groups, applications);
   const customData = input.custom_data ?? null;
   const org = resolveOrganization(state, input, customData, ctx);
   const user: User = {
@@ -254,6 +270,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
   const applications = union(old.applications, input.applications);
   const groups = union(old.groups, input.groups);
   checkMemberships(state, { applications: input.applications ?? [], groups: input.groups ?? [] }, { applications, groups });
+  checkGroupsInApplications(state, input.groups ?? [], applications);
   const organization = input.organization === undefined
     ? old.organization
     : resolveOrganization(state, { organization: input.organization }, null, ctx).id;
@@ -282,7 +299,14 @@ export function removeUserApplication(state: State, userId: string, applicationI
   if (!user.applications.includes(applicationId)) {
     throw new DomainError('not_found', `The User is not associated with Application ${applicationId}.`);
   }
-  const value: User = { ...user, applications: user.applications.filter((a) => a !== applicationId), modifiedAt: ctx.now };
+  // Leaving an Application leaves its Groups too. The record holds the whole User with both lists as
+  // they now are, so replaying it (twice, or over a snapshot that already has it) gives the same User.
+  const value: User = {
+    ...user,
+    applications: user.applications.filter((a) => a !== applicationId),
+    groups: user.groups.filter((g) => state.group(g)?.application !== applicationId),
+    modifiedAt: ctx.now,
+  };
   keepOneAdmin(state, user, value);
   return { ops: [{ op: 'put', kind: 'user', value }], result: true };
 }
@@ -488,6 +512,8 @@ export function importUser(state: State, user: User): Decision<User> {
   if (state.organization(user.organization) === undefined) {
     throw new DomainError('unknown_reference', `organization: no Organization with id ${user.organization} (it must come before its Users).`);
   }
+  // Not held to checkGroupsInApplications: an export of data stored before that rule (a User still in a
+  // Group of an Application it had left) must import as it was exported.
   checkMemberships(state, user, user);
   if (user.apikeys.length > apikeysPerUserMax) {
     throw new DomainError('limit_exceeded', `apikeys: a User may have at most ${apikeysPerUserMax} API Keys.`);

@@ -161,7 +161,8 @@ export class State {
     const old = this.applications.get(id);
     if (old !== undefined) this.applicationOrder.remove(id, old.createdAt);
     this.applications.delete(id);
-    // Groups cannot outlive their Application; decide() deletes them in the same record, this only tidies.
+    // decide() refuses to delete an Application that has Groups; records written before that rule deleted
+    // them in the same record, ahead of this op. Either way none is left here, this only tidies.
     this.groupIdsByApplication.delete(id);
     for (const userId of this.settledMembers(this.usersByApplication).members(id)) {
       const user = this.users.get(userId)!;

@@ -128,17 +128,11 @@ function plan(p: Part, prefix: string, rng: Rng, counter: () => number): Planned
       return { kind, req: { method: 'PUT', path: `/applications/application/${a.id}`, body: { status } }, next: change((q) => { q.apps.get(a.name)!.status = status; }) };
     }
     case 'deleteApp': {
-      const a = apps.find((x) => x.status === 'DISABLED' && ![...p.users.values()].some((u) => u.apps.includes(x.name)));
+      // Groups, even one whose create may or may not have landed, must be deleted first (issue 23).
+      const a = apps.find((x) => x.status === 'DISABLED' && ![...p.users.values()].some((u) => u.apps.includes(x.name))
+        && ![...p.groups.values()].some((g) => g.app === x.name));
       if (a === undefined) return undefined;
-      return {
-        kind, req: { method: 'DELETE', path: `/applications/application/${a.id}` },
-        next: change((q) => {
-          q.apps.delete(a.name);
-          const gone = [...q.groups.values()].filter((g) => g.app === a.name).map((g) => g.name);
-          for (const g of gone) q.groups.delete(g);
-          for (const u of q.users.values()) u.groups = u.groups.filter((g) => !gone.includes(g));
-        }),
-      };
+      return { kind, req: { method: 'DELETE', path: `/applications/application/${a.id}` }, next: change((q) => { q.apps.delete(a.name); }) };
     }
     case 'createGroup': {
       const a = rng.pick(apps);
@@ -213,7 +207,12 @@ function plan(p: Part, prefix: string, rng: Rng, counter: () => number): Planned
       const u = rng.pick(users.filter((x) => x.apps.length > 1));
       if (u === undefined) return undefined;
       const a = appByName(rng.pick(u.apps));
-      return { kind, req: { method: 'DELETE', path: `/users/user/${u.id}/application/${a.id}` }, next: change((q) => { const x = q.users.get(u.email)!; x.apps = x.apps.filter((y) => y !== a.name); }) };
+      return { kind, req: { method: 'DELETE', path: `/users/user/${u.id}/application/${a.id}` }, next: change((q) => {
+        // Leaving an Application leaves its Groups (issue 23).
+        const x = q.users.get(u.email)!;
+        x.apps = x.apps.filter((y) => y !== a.name);
+        x.groups = x.groups.filter((g) => q.groups.get(g)?.app !== a.name);
+      }) };
     }
     case 'removeUserGroup': {
       const u = rng.pick(users.filter((x) => x.groups.length > 0));
