@@ -110,6 +110,11 @@ async function main(): Promise<void> {
     storage: faults === undefined ? undefined : withFaults(new NodeStorage(), faults),
   });
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
+  const sharedEmails = state.sharedEmailKeys();
+  if (sharedEmails.length > 0) {
+    // Stored before emails were keyed NFC and case-folded per code point: a sign-in by that address finds the oldest.
+    logger.warn({ count: sharedEmails.length, userIds: sharedEmails.slice(0, 10).map((shared) => shared.userIds) }, 'Users sharing one email key: sign-in by email finds the oldest; change or delete the others');
+  }
 
   // Derived indexes a load leaves (memberships, trigram postings) are built in small steps, for indexTurnMs of a
   // turn, while the service answers: a read of memberships finishes theirs at once, searches fall back to a scan.

@@ -4,6 +4,7 @@ import {
   customDataBytesMax, customDataDepthMax, emailCharsMax, emailLocalCharsMax, idCharsMax,
 } from '../config/limits.js';
 import type { JsonObject } from '../domain/entities.js';
+import { emailCharacterProblem, normalizeEmail } from '../domain/email.js';
 import { invalidField } from '../domain/errors.js';
 import { isWellFormedId } from '../store/ids.js';
 
@@ -95,18 +96,41 @@ export function arrayOf<T>(item: Schema<T>, opts: { max: number; unique?: boolea
   };
 }
 
-/** A syntactic check, written without regular expressions so no input can make it backtrack. */
+/**
+ * An address as stored: ASCII spaces around it dropped, the characters src/domain/email.ts refuses
+ * refused, then NFC, then a syntactic check written without regular expressions so no input can make it
+ * backtrack. Only ASCII spaces are trimmed: String.trim would also drop a BOM or a no-break space
+ * silently, which the character rule refuses instead.
+ */
 export function email(): Schema<string> {
   return {
     parse(value, field) {
       if (typeof value !== 'string') throw invalidField(field, 'must be a string');
-      const s = value.trim();
+      const raw = trimAsciiSpace(value);
+      // NFC can shorten decomposed text (at most a few code units per character): refuse only what cannot fit, before normalising it.
+      if (raw.length > emailCharsMax * 4) throw invalidField(field, `must be at most ${emailCharsMax} characters`);
+      if (hasLoneSurrogate(raw)) throw invalidField(field, 'must be valid UTF-8 text (lone surrogate)');
+      const characters = emailCharacterProblem(raw);
+      if (characters !== undefined) throw invalidField(field, characters);
+      const s = normalizeEmail(raw);
       const why = emailProblem(s);
       if (why !== undefined) throw invalidField(field, why);
       return s;
     },
     describe: () => ({ type: 'string', format: 'email', maxLength: emailCharsMax }),
   };
+}
+
+function trimAsciiSpace(s: string): string {
+  let start = 0;
+  let end = s.length;
+  while (start < end && isAsciiSpace(s.charCodeAt(start))) start++;
+  while (end > start && isAsciiSpace(s.charCodeAt(end - 1))) end--;
+  return s.slice(start, end);
+}
+
+function isAsciiSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
 function emailProblem(s: string): string | undefined {

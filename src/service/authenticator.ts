@@ -8,6 +8,7 @@ import { KnownCallers, type KnownCaller } from '../auth/known-callers.js';
 import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
 import { knownAttemptsMax, knownCallersMax, knownCallerTtlMs } from '../config/limits.js';
+import { emailKey } from '../domain/email.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../store/ids.js';
 import { rehashPassword } from '../store/decide.js';
@@ -115,7 +116,7 @@ export class Authenticator {
     if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
     // Concurrent checks of the same password against the same hash share one argon2 run (see once()).
     const fingerprint = this.cache.fingerprint(password);
-    const key = user === undefined ? `${fingerprint}\u0000unknown\u0000${username.toLowerCase()}` : `${fingerprint}\u0000${user.passwordHash}`;
+    const key = user === undefined ? `${fingerprint}\u0000unknown\u0000${emailKey(username)}` : `${fingerprint}\u0000${user.passwordHash}`;
     const shared = this.inFlight.get(key);
     if (shared === undefined && this.pool.full) return overloaded;
     return user === undefined
@@ -311,7 +312,8 @@ export class Authenticator {
    * Answered at once (no promise) when nothing has to wait: an API Key, or a password the cache knows.
    */
   private check(type: CredentialType, username: string, password: string, address: string): Checked | Promise<Checked> {
-    const admission = this.guard.limiter.acquire(type === 'username' ? `u:${username}` : `k:${username}`, address);
+    // By emailKey, so the NFC, NFD and case spellings of one address count against one account.
+    const admission = this.guard.limiter.acquire(type === 'username' ? `u:${emailKey(username)}` : `k:${username}`, address);
     return admission instanceof Promise
       ? admission.then((a) => this.admitted(type, username, password, a))
       : this.admitted(type, username, password, admission);

@@ -6,6 +6,7 @@ import {
 import type {
   ApiKey, Application, Group, JsonObject, Meta, Op, Organization, Status, User, UserStatus,
 } from '../domain/entities.js';
+import { emailKey, normalizeEmail } from '../domain/email.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import type { State } from './state.js';
 
@@ -177,11 +178,14 @@ export interface UserInput {
   applications?: string[]; groups?: string[]; organization?: string;
 }
 
+/** No other User's email has the same emailKey (src/domain/email.ts) as `email`. */
 function checkEmailFree(state: State, email: string, selfId: string | undefined): void {
   const clash = state.userByEmail(email);
-  if (clash !== undefined && clash.id !== selfId) {
-    throw new DomainError('duplicate_email', 'email: a User with this email already exists.');
-  }
+  if (clash === undefined || clash.id === selfId) return;
+  // A User stored before the key rule may share its key with an older one (State.sharedEmailKeys): it may keep it, not take another's.
+  const self = selfId === undefined ? undefined : state.user(selfId);
+  if (self !== undefined && emailKey(self.email) === emailKey(email)) return;
+  throw new DomainError('duplicate_email', 'email: a User with this email already exists.');
 }
 
 /** `added` must exist; `total` (old plus added) must stay within the per-User limits. */
@@ -257,7 +261,7 @@ export function createUser(
   const customData = input.custom_data ?? null;
   const org = resolveOrganization(state, input, customData, ctx);
   const user: User = {
-    id: ctx.newId(), email: input.email, name: input.name ?? '', status: 'UNVERIFIED', customData,
+    id: ctx.newId(), email: normalizeEmail(input.email), name: input.name ?? '', status: 'UNVERIFIED', customData,
     passwordHash: input.passwordHash, organization: org.id, applications, groups, apikeys: [],
     createdAt: ctx.now, modifiedAt: ctx.now,
   };
@@ -276,7 +280,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
     : resolveOrganization(state, { organization: input.organization }, null, ctx).id;
   const user: User = {
     ...old,
-    email: input.email ?? old.email,
+    email: input.email === undefined ? old.email : normalizeEmail(input.email),
     name: input.name ?? old.name,
     passwordHash: input.passwordHash ?? old.passwordHash,
     status: input.status ?? old.status,
@@ -386,7 +390,7 @@ export function bootstrap(state: State, admin: { email: string; passwordHash: st
     customData: null, status: 'ENABLED', createdAt: ctx.now, modifiedAt: ctx.now,
   };
   const user: User = {
-    id: ctx.newId(), email: admin.email, name: 'Administrator', status: 'ENABLED', customData: null,
+    id: ctx.newId(), email: normalizeEmail(admin.email), name: 'Administrator', status: 'ENABLED', customData: null,
     passwordHash: admin.passwordHash, organization: org.id, applications: [app.id], groups: [], apikeys: [],
     createdAt: ctx.now, modifiedAt: ctx.now,
   };

@@ -13,6 +13,7 @@
 // so neither a scan (a term under 3 characters, or users not indexed yet) nor a long intersection holds the
 // event loop for longer than a slice; the store itself stays synchronous.
 
+import { foldText } from '../domain/email.js';
 import type { User } from '../domain/entities.js';
 
 /** Fields joined by a separator no search term can contain, so a match never spans two fields. */
@@ -41,7 +42,8 @@ export function searchHaystack(user: User): string {
   for (const key of user.apikeys) parts.push(key.id);
   const company = companyNameOf(user);
   if (company !== undefined) parts.push(company);
-  return parts.join(fieldSeparator).toLowerCase();
+  // Folded like a search term (users.ts): NFC and lowercase, so an address stored in NFD before addresses were stored NFC still matches.
+  return foldText(parts.join(fieldSeparator));
 }
 
 /** What trigramKey answers for a window that spans two fields. */

@@ -1,6 +1,7 @@
 // The in-memory state: entity Maps and their indexes, changed only by apply(record), which is pure and deterministic.
 
 import { memberIndexUsersPerStep, pageSubsetWalkSlotsMin, searchIndexDocsPerStep } from '../config/limits.js';
+import { emailKey } from '../domain/email.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
@@ -104,8 +105,15 @@ export class State {
   /** A million Users: StringMaps fill about twice as fast as Maps at start-up (src/store/string-map.ts). */
   private readonly users = new StringMap<User>();
 
-  /** Lowercased email -> the current User itself (not its id): an authentication by email is one lookup, not two. */
+  /** emailKey (src/domain/email.ts) -> the current User itself (not its id): an authentication by email is one lookup, not two. */
   private readonly userByEmailKey = new StringMap<User>();
+  /**
+   * Email keys that several Users hold, with every holder's id. Only data stored before the key was NFC
+   * and folded per code point can have them (decide refuses a new one), and a replay must not fail on
+   * them: each holder stays loadable, and userByEmail finds the oldest (creation time, then id) whatever
+   * order they were applied in; when it goes, the next oldest. sharedEmailKeys() lists them for a warning at start.
+   */
+  private readonly usersSharingEmailKey = new Map<string, Set<string>>();
   private readonly groupIdByName = new Map<string, string>();
   private readonly organizationIdByName = new Map<string, string>();
   private readonly groupIdsByApplication = new Map<string, Set<string>>();
@@ -239,14 +247,50 @@ export class State {
   /** Creation order, email and API Key ids: what a load indexes before the service answers. */
   private indexUserKeys(old: User | undefined, user: User): void {
     trackOrder(this.userOrder, old, user);
-    const email = user.email.toLowerCase();
+    const email = emailKey(user.email);
     if (old !== undefined) {
-      const oldEmail = old.email.toLowerCase();
-      if (oldEmail !== email && this.userByEmailKey.get(oldEmail)?.id === user.id) this.userByEmailKey.delete(oldEmail);
+      const oldEmail = old.email === user.email ? email : emailKey(old.email);
+      if (oldEmail !== email) this.unindexEmail(oldEmail, user.id);
       for (const key of old.apikeys) if (this.userByApikeyId.get(key.id)?.id === user.id) this.userByApikeyId.delete(key.id);
     }
-    this.userByEmailKey.set(email, user);
+    this.indexEmail(email, user);
     for (const key of user.apikeys) this.userByApikeyId.set(key.id, user);
+  }
+
+  /** `user` (current in this.users) holds `key`: it alone, or with others as usersSharingEmailKey records. */
+  private indexEmail(key: string, user: User): void {
+    const holder = this.userByEmailKey.get(key);
+    if (holder === undefined) {
+      this.userByEmailKey.set(key, user);
+      return;
+    }
+    if (holder.id !== user.id) {
+      addTo(this.usersSharingEmailKey, key, holder.id);
+      addTo(this.usersSharingEmailKey, key, user.id);
+    }
+    const sharing = this.usersSharingEmailKey.get(key);
+    this.userByEmailKey.set(key, sharing === undefined ? user : this.oldestUser(sharing));
+  }
+
+  /** The User `id` no longer holds `key` (it changed its email, or is gone from this.users). */
+  private unindexEmail(key: string, id: string): void {
+    const sharing = this.usersSharingEmailKey.get(key);
+    if (sharing === undefined) {
+      if (this.userByEmailKey.get(key)?.id === id) this.userByEmailKey.delete(key);
+      return;
+    }
+    removeFrom(this.usersSharingEmailKey, key, id);
+    if (sharing.size === 1) this.usersSharingEmailKey.delete(key);
+    this.userByEmailKey.set(key, this.oldestUser(sharing));
+  }
+
+  private oldestUser(ids: Set<string>): User {
+    let oldest: User | undefined;
+    for (const id of ids) {
+      const user = this.users.get(id)!;
+      if (oldest === undefined || precedes(user.createdAt, user.id, oldest.createdAt, oldest.id)) oldest = user;
+    }
+    return oldest!;
   }
 
   /** Applications, Groups and Organization: what a load leaves to indexStep (walkMembers). */
@@ -291,8 +335,7 @@ export class State {
     const old = this.users.get(id);
     if (old === undefined) return;
     this.users.delete(id);
-    const email = old.email.toLowerCase();
-    if (this.userByEmailKey.get(email)?.id === id) this.userByEmailKey.delete(email);
+    this.unindexEmail(emailKey(old.email), id);
     for (const key of old.apikeys) if (this.userByApikeyId.get(key.id)?.id === id) this.userByApikeyId.delete(key.id);
     if (this.membersIndexed(old)) {
       reindex(this.usersByApplication, id, old.applications, noIds);
@@ -415,8 +458,16 @@ export class State {
   organization(id: string): Organization | undefined { return this.organizations.get(id); }
   user(id: string): User | undefined { return this.users.get(id); }
 
+  /** The User whose email has the same emailKey (src/domain/email.ts): one NFC, case-folded address, whatever form it was given in. */
   userByEmail(email: string): User | undefined {
-    return this.userByEmailKey.get(email.toLowerCase());
+    return this.userByEmailKey.get(emailKey(email));
+  }
+
+  /** Email keys that more than one User holds (data stored before the key rule), each with its holders' ids, oldest first. */
+  sharedEmailKeys(): { key: string; userIds: string[] }[] {
+    return [...this.usersSharingEmailKey].map(([key, ids]) => ({
+      key, userIds: [...ids].map((id) => this.users.get(id)!).sort((a, b) => (precedes(a.createdAt, a.id, b.createdAt, b.id) ? -1 : 1)).map((u) => u.id),
+    }));
   }
 
   userByApikey(keyId: string): User | undefined {

@@ -2,6 +2,7 @@
 
 import { validatePasswordHash } from '../../auth/hash-pool.js';
 import { searchResultsInlineMax, searchTermCharsMax } from '../../config/limits.js';
+import { foldText } from '../../domain/email.js';
 import { DomainError, invalidField } from '../../domain/errors.js';
 import { firstMatches, laterMatches, searchPage } from '../../service/search-slices.js';
 import { whenReady } from '../../service/when-ready.js';
@@ -27,7 +28,7 @@ function searchTerm(raw: string): string {
   if (term.length === 0) throw invalidField('search', 'must not be empty');
   if (term.length > searchTermCharsMax) throw invalidField('search', `must be at most ${searchTermCharsMax} characters`);
   if (hasLoneSurrogate(term)) throw invalidField('search', 'must be valid UTF-8 text');
-  return term.toLowerCase();
+  return foldText(term);
 }
 
 export function userRoutes({ state, committer, renderer, pool }: RouteDeps): RouteSpec[] {
