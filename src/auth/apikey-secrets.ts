@@ -10,9 +10,10 @@
 // API Key secret at once; revoking one key means giving it a new nonce. The "v1" label lets a future
 // derivation coexist. keyId and nonce cannot contain NUL, so the encoding is unambiguous.
 
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
+import { ConfigError } from '../config/config.js';
 import { apikeyDerivedSecretsMax, apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin } from '../config/limits.js';
 import { KeyedHash, sameText } from './keyed-hash.js';
 
@@ -26,6 +27,8 @@ const secretChars = Math.ceil((apikeySecretBytes * 4) / 3);
 const serverKeyBytesNew = 32;
 /** What a presented secret for no key is compared with, so that refusing it costs what checking a real one does. */
 const noSecret = 'A'.repeat(secretChars);
+/** Permission bits for group and others: a key file with any of them set is refused. */
+const groupOtherBits = 0o077;
 
 export class ApiKeySecrets {
   /** The server key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
@@ -46,7 +49,8 @@ export class ApiKeySecrets {
   /**
    * Loads the server key: from the environment-provided base64/hex value if given, else from keyFile
    * (raw bytes), creating keyFile with 32 random bytes (mode 0600, parent dir created, tmp + fsync + rename)
-   * if missing. A key shorter than 32 bytes is refused.
+   * if missing. A key shorter than 32 bytes is refused, and so is a key file group or others may read or write
+   * (a ConfigError: the operator fixes it with chmod).
    */
   static load(opts: { keyFile: string; keyValue?: string }): ApiKeySecrets {
     const key = opts.keyValue !== undefined ? decodeKeyValue(opts.keyValue) : readOrCreateKeyFile(opts.keyFile);
@@ -115,11 +119,11 @@ function decodeKeyValue(value: string): Buffer {
 }
 
 function readOrCreateKeyFile(keyFile: string): Buffer {
-  try {
-    return readFileSync(keyFile);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  return readKeyFile(keyFile) ?? writeNewKeyFile(keyFile);
+}
+
+/** Writes 32 new random bytes to keyFile (replacing it atomically if it exists) and returns them. */
+export function writeNewKeyFile(keyFile: string): Buffer {
   const dir = dirname(keyFile);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const key = randomBytes(serverKeyBytesNew);
@@ -141,6 +145,27 @@ function readOrCreateKeyFile(keyFile: string): Buffer {
     closeSync(dirFd);
   }
   return key;
+}
+
+/** The key file's bytes, or undefined if it is missing; refused if group or others have any access to it. */
+export function readKeyFile(keyFile: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(keyFile, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    // The mode of the file actually opened, not of whatever the name points to a moment later.
+    const mode = fstatSync(fd).mode & 0o777;
+    if ((mode & groupOtherBits) !== 0) {
+      throw new ConfigError(`KEY_FILE ${keyFile} is readable or writable by other users (mode 0${mode.toString(8)}); run: chmod 600 ${keyFile}`);
+    }
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function isAll(s: string, test: (c: number) => boolean): boolean {
