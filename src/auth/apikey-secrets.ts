@@ -18,6 +18,10 @@ import { apikeyDerivedSecretsMax, apikeyNonceBytes, apikeySecretBytes, apikeySer
 import { KeyedHash, sameText } from './keyed-hash.js';
 
 const derivationLabel = 'authd-apikey-v1\0';
+/** Not a prefix of any derivation input (those start with derivationLabel), so a fingerprint is never a secret. */
+const fingerprintLabel = 'authd-server-key-fingerprint-v1\0';
+/** 128 bits: enough that two random keys never share a fingerprint, short enough to read in a message. */
+const fingerprintBytes = 16;
 const hmacSha256Bytes = 32;
 // The secret is one whole HMAC-SHA256 output; a different apikeySecretBytes would silently mean another format.
 if (apikeySecretBytes !== hmacSha256Bytes) throw new Error('apikeySecretBytes must equal the HMAC-SHA256 output (32 bytes)');
@@ -53,13 +57,30 @@ export class ApiKeySecrets {
    * (a ConfigError: the operator fixes it with chmod).
    */
   static load(opts: { keyFile: string; keyValue?: string }): ApiKeySecrets {
-    const key = opts.keyValue !== undefined ? decodeKeyValue(opts.keyValue) : readOrCreateKeyFile(opts.keyFile);
+    if (opts.keyValue !== undefined) return ApiKeySecrets.fromValue(opts.keyValue);
+    return ApiKeySecrets.fromKey(readOrCreateKeyFile(opts.keyFile), `API key server key file ${opts.keyFile}`);
+  }
+
+  /** From the environment-provided base64/hex value (SERVER_KEY). */
+  static fromValue(keyValue: string): ApiKeySecrets {
+    return ApiKeySecrets.fromKey(decodeKeyValue(keyValue), 'the API key server key value');
+  }
+
+  /** From the key's bytes, which are wiped; source names where they came from in the refusal of a short key. */
+  static fromKey(key: Buffer, source: string): ApiKeySecrets {
     if (key.length < apikeyServerKeyBytesMin) {
       key.fill(0);
-      const source = opts.keyValue !== undefined ? 'the API key server key value' : `API key server key file ${opts.keyFile}`;
       throw new Error(`${source} holds fewer than ${apikeyServerKeyBytesMin} bytes`);
     }
     return new ApiKeySecrets(key);
+  }
+
+  /**
+   * Names the server key without revealing it: the first 16 bytes, as hex, of an HMAC under the key of a
+   * label no API Key derivation uses. Kept in the data directory to tell a missing or different key at start.
+   */
+  fingerprint(): string {
+    return Buffer.from(this.serverKey.mac(fingerprintLabel), 'latin1').subarray(0, fingerprintBytes).toString('hex');
   }
 
   /** 16 random bytes, base64url: the public input of a new key's secret. */
