@@ -3,7 +3,6 @@
 
 import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
-import { ApiKeySecrets } from './auth/apikey-secrets.js';
 import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
 import { ConfigError, defaultPublicUrl, loadConfig, usage, type Config } from './config/config.js';
@@ -29,6 +28,7 @@ import { Audit, logSafe } from './service/audit.js';
 import { fdOutput, LogWriter } from './service/log-writer.js';
 import { Authenticator, type Answer } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
+import { loadServerKey } from './service/server-key.js';
 import { whenReady } from './service/when-ready.js';
 import { MicrosClock } from './store/clock.js';
 import { bootstrap } from './store/decide.js';
@@ -98,7 +98,8 @@ async function main(): Promise<void> {
   // Before any data is touched: a server that will not serve must not bootstrap a data directory either.
   const frontEnd = chooseFrontEnd(config.frontEnd);
   logger.info({ frontEnd: frontEnd.kind, build: frontEnd.build, reason: frontEnd.reason, node: process.versions.node }, 'front end');
-  const secrets = ApiKeySecrets.load({ keyFile: config.keyFile, keyValue: config.serverKey });
+  // Also before any data is touched: a missing or different server key refuses the start (src/service/server-key.ts).
+  const secrets = await loadServerKey({ dataDir: config.dataDir, keyFile: config.keyFile, keyValue: config.serverKey, logger });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
 
   const started = performance.now();

@@ -37,6 +37,12 @@ describe('ApiKeySecrets derivation', () => {
     assert.notEqual(secrets.secretFor(keyId, secrets.newNonce()), secret);
   });
 
+  test('the fingerprint is pinned: hex of the first 16 bytes of HMAC-SHA256(key, "authd-server-key-fingerprint-v1\\0"), different per key', () => {
+    const expected = createHmac('sha256', key).update('authd-server-key-fingerprint-v1\0').digest().subarray(0, 16).toString('hex');
+    assert.equal(secrets.fingerprint(), expected);
+    assert.notEqual(ApiKeySecrets.fromKey(Buffer.alloc(32, 8), 'test').fingerprint(), expected);
+  });
+
   test('nonces are 16 random bytes in base64url', () => {
     const a = secrets.newNonce();
     assert.match(a, /^[A-Za-z0-9_-]{22}$/);

@@ -10,13 +10,18 @@
 // API Key secret at once; revoking one key means giving it a new nonce. The "v1" label lets a future
 // derivation coexist. keyId and nonce cannot contain NUL, so the encoding is unambiguous.
 
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
+import { ConfigError } from '../config/config.js';
 import { apikeyDerivedSecretsMax, apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin } from '../config/limits.js';
 import { KeyedHash, sameText } from './keyed-hash.js';
 
 const derivationLabel = 'authd-apikey-v1\0';
+/** Not a prefix of any derivation input (those start with derivationLabel), so a fingerprint is never a secret. */
+const fingerprintLabel = 'authd-server-key-fingerprint-v1\0';
+/** 128 bits: enough that two random keys never share a fingerprint, short enough to read in a message. */
+const fingerprintBytes = 16;
 const hmacSha256Bytes = 32;
 // The secret is one whole HMAC-SHA256 output; a different apikeySecretBytes would silently mean another format.
 if (apikeySecretBytes !== hmacSha256Bytes) throw new Error('apikeySecretBytes must equal the HMAC-SHA256 output (32 bytes)');
@@ -26,6 +31,8 @@ const secretChars = Math.ceil((apikeySecretBytes * 4) / 3);
 const serverKeyBytesNew = 32;
 /** What a presented secret for no key is compared with, so that refusing it costs what checking a real one does. */
 const noSecret = 'A'.repeat(secretChars);
+/** Permission bits for group and others: a key file with any of them set is refused. */
+const groupOtherBits = 0o077;
 
 export class ApiKeySecrets {
   /** The server key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
@@ -46,16 +53,34 @@ export class ApiKeySecrets {
   /**
    * Loads the server key: from the environment-provided base64/hex value if given, else from keyFile
    * (raw bytes), creating keyFile with 32 random bytes (mode 0600, parent dir created, tmp + fsync + rename)
-   * if missing. A key shorter than 32 bytes is refused.
+   * if missing. A key shorter than 32 bytes is refused, and so is a key file group or others may read or write
+   * (a ConfigError: the operator fixes it with chmod).
    */
   static load(opts: { keyFile: string; keyValue?: string }): ApiKeySecrets {
-    const key = opts.keyValue !== undefined ? decodeKeyValue(opts.keyValue) : readOrCreateKeyFile(opts.keyFile);
+    if (opts.keyValue !== undefined) return ApiKeySecrets.fromValue(opts.keyValue);
+    return ApiKeySecrets.fromKey(readOrCreateKeyFile(opts.keyFile), `API key server key file ${opts.keyFile}`);
+  }
+
+  /** From the environment-provided base64/hex value (SERVER_KEY). */
+  static fromValue(keyValue: string): ApiKeySecrets {
+    return ApiKeySecrets.fromKey(decodeKeyValue(keyValue), 'the API key server key value');
+  }
+
+  /** From the key's bytes, which are wiped; source names where they came from in the refusal of a short key. */
+  static fromKey(key: Buffer, source: string): ApiKeySecrets {
     if (key.length < apikeyServerKeyBytesMin) {
       key.fill(0);
-      const source = opts.keyValue !== undefined ? 'the API key server key value' : `API key server key file ${opts.keyFile}`;
       throw new Error(`${source} holds fewer than ${apikeyServerKeyBytesMin} bytes`);
     }
     return new ApiKeySecrets(key);
+  }
+
+  /**
+   * Names the server key without revealing it: the first 16 bytes, as hex, of an HMAC under the key of a
+   * label no API Key derivation uses. Kept in the data directory to tell a missing or different key at start.
+   */
+  fingerprint(): string {
+    return Buffer.from(this.serverKey.mac(fingerprintLabel), 'latin1').subarray(0, fingerprintBytes).toString('hex');
   }
 
   /** 16 random bytes, base64url: the public input of a new key's secret. */
@@ -115,11 +140,11 @@ function decodeKeyValue(value: string): Buffer {
 }
 
 function readOrCreateKeyFile(keyFile: string): Buffer {
-  try {
-    return readFileSync(keyFile);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  return readKeyFile(keyFile) ?? writeNewKeyFile(keyFile);
+}
+
+/** Writes 32 new random bytes to keyFile (replacing it atomically if it exists) and returns them. */
+export function writeNewKeyFile(keyFile: string): Buffer {
   const dir = dirname(keyFile);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const key = randomBytes(serverKeyBytesNew);
@@ -141,6 +166,27 @@ function readOrCreateKeyFile(keyFile: string): Buffer {
     closeSync(dirFd);
   }
   return key;
+}
+
+/** The key file's bytes, or undefined if it is missing; refused if group or others have any access to it. */
+export function readKeyFile(keyFile: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(keyFile, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    // The mode of the file actually opened, not of whatever the name points to a moment later.
+    const mode = fstatSync(fd).mode & 0o777;
+    if ((mode & groupOtherBits) !== 0) {
+      throw new ConfigError(`KEY_FILE ${keyFile} is readable or writable by other users (mode 0${mode.toString(8)}); run: chmod 600 ${keyFile}`);
+    }
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function isAll(s: string, test: (c: number) => boolean): boolean {

@@ -1,18 +1,21 @@
-// authctl commands on a data directory: reset-admin-password and import (stopped server, through the persistence layer), verify and export (read-only).
+// authctl commands on a data directory: reset-admin-password, import and rotate-key (stopped server, through the persistence layer), verify and export (read-only).
 
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { ApiKeySecrets, writeNewKeyFile } from '../auth/apikey-secrets.js';
 import { HashPool } from '../auth/hash-pool.js';
 import { ConfigError, loadConfig, type FsyncPolicy } from '../config/config.js';
 import { importLineCharsMax, importRecordsPerFlush, passwordBytesMax, passwordCharsMin } from '../config/limits.js';
 import type { LogRecord, Meta, Op } from '../domain/entities.js';
 import { DomainError } from '../domain/errors.js';
 import { openApiJson } from '../http/openapi.js';
-import { LockError } from '../persist/lock.js';
+import { keyFingerprintPath, writeKeyFingerprint } from '../persist/key-fingerprint.js';
+import { acquireLock, LockError } from '../persist/lock.js';
 import { openPersistence, type Persistence } from '../persist/persistence.js';
 import type { PersistLogger } from '../persist/replayable.js';
+import { NodeStorage } from '../persist/storage.js';
 import { Committer } from '../service/committer.js';
 import { MicrosClock } from '../store/clock.js';
 import * as decide from '../store/decide.js';
@@ -291,6 +294,49 @@ ${dataDirHelp}`,
   },
 };
 
+const rotateKey: Command = {
+  name: 'rotate-key', summary: 'replace the server key (every API Key secret changes; server stopped)',
+  help: `authctl rotate-key [--data-dir DIR] [--key-file FILE]
+
+Offline, on a stopped server's data directory: takes its lock, writes 32 new random bytes to the key
+file (mode 0600, replacing it atomically) and records the new key's fingerprint in the directory, so
+that the server starts with the new key and refuses any other. Use it to replace a key, or when the
+key the data was written with is lost.
+
+Every API Key's secret is derived from the server key, so every one changes: the old secrets stop
+authenticating, and each key's new secret is in the answer of a PUT to it
+(PUT /users/user/{userid}/apikey/{apikeyid}).
+
+${dataDirHelp}
+  --key-file FILE    the key file to write (KEY_FILE; default ./secrets/server.key)`,
+  options: { ...dataDirOption, 'key-file': { type: 'string' } },
+  async run(values, _p, io) {
+    const dir = dataDir(values);
+    requireDataDir(dir);
+    const keyFile = stringOption(values, 'key-file') ?? process.env['KEY_FILE'] ?? './secrets/server.key';
+    const storage = new NodeStorage();
+    let lock;
+    try {
+      lock = await acquireLock(storage, dir, stderrLogger(io));
+    } catch (err) {
+      if (err instanceof LockError) throw new CommandError(`${err.message}. Stop the server first (this command needs the directory to itself).`, { cause: err });
+      throw err;
+    }
+    let fingerprint: string;
+    try {
+      // Key first, then fingerprint: a crash between leaves a start refused (a different key), and running this again completes it.
+      fingerprint = ApiKeySecrets.fromKey(writeNewKeyFile(keyFile), `key file ${keyFile}`).fingerprint();
+      await writeKeyFingerprint(storage, dir, fingerprint);
+    } finally {
+      await lock.release();
+    }
+    io.out(`wrote a new server key to ${keyFile} (fingerprint ${fingerprint}) and recorded it in ${keyFingerprintPath(dir)}`);
+    io.out('every API Key secret has changed: the old ones no longer authenticate; each key\'s new secret is in the answer of a PUT to it');
+    if (process.env['SERVER_KEY'] !== undefined) io.err('note: SERVER_KEY is set; the server uses it instead of KEY_FILE and will refuse to start until it is unset or holds the new key');
+    return 0;
+  },
+};
+
 const openapiCommand: Command = {
   name: 'openapi', summary: 'print the OpenAPI document, or regenerate docs/openapi.json',
   help: `authctl openapi [--write FILE | --check FILE]
@@ -322,4 +368,4 @@ const openapiCommand: Command = {
   },
 };
 
-export const offlineCommands: Command[] = [resetAdminPassword, verify, exportCommand, importCommand, openapiCommand];
+export const offlineCommands: Command[] = [resetAdminPassword, verify, exportCommand, importCommand, rotateKey, openapiCommand];

@@ -1,9 +1,10 @@
-// The data directory layout: names of log segments, snapshots, their temporaries and the lock file.
+// The data directory layout: names of log segments, snapshots, their temporaries, the lock file and the key fingerprint.
 //
 //   <dir>/LOCK                                    pid of the process that owns the directory
 //   <dir>/wal-<first seq, 16 digits>.log          log segment; holds records first seq .. (next segment's first seq - 1)
 //   <dir>/snapshot-<base seq, 16 digits>.msgpack  state after record <base seq>, plus possibly some later changes
-//   <dir>/<name>.tmp                              a snapshot being written; removed at start-up
+//   <dir>/KEY-FINGERPRINT                         which server key the data was written with (key-fingerprint.ts)
+//   <dir>/<name>.tmp                              a snapshot (or fingerprint) being written; removed at start-up
 //
 // Sixteen zero-padded digits make the name order the seq order and hold every safe integer seq we can reach.
 
@@ -14,6 +15,7 @@ const segmentPattern = /^wal-(\d{16})\.log$/;
 const snapshotPattern = /^snapshot-(\d{16})\.msgpack$/;
 
 export const lockFileName = 'LOCK';
+export const keyFingerprintFileName = 'KEY-FINGERPRINT';
 export const tmpSuffix = '.tmp';
 
 function pad(seq: number): string {

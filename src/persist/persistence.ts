@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { dirname, resolve } from 'node:path';
 import type { LogRecord } from '../domain/entities.js';
 import { snapshotEveryRecordsDefault, snapshotEverySecondsDefault, snapshotsKept } from '../config/limits.js';
+import { restrictDataDir } from './dir-mode.js';
 import { classifyDir } from './layout.js';
 import { acquireLock, type DirLock } from './lock.js';
 import { recover } from './recovery.js';
@@ -215,7 +216,7 @@ export class Persistence {
 }
 
 /**
- * Opens a data directory: creates it if missing, takes its lock, recovers the state (see
+ * Opens a data directory: creates it if missing (or tightens its mode), takes its lock, recovers the state (see
  * recovery.ts) and opens the log where recovery left it. The lock is released if any step fails.
  */
 export async function openPersistence<S extends Replayable>(opts: PersistenceOptions<S>): Promise<{ state: S; persistence: Persistence }> {
@@ -225,6 +226,7 @@ export async function openPersistence<S extends Replayable>(opts: PersistenceOpt
   assert.ok(Number.isSafeInteger(everyRecords) && everyRecords > 0, 'snapshotEveryRecords must be a positive integer');
   assert.ok(everySeconds > 0, 'snapshotEverySeconds must be positive');
   await storage.mkdirp(opts.dir);
+  restrictDataDir(opts.dir, opts.logger);
   // On the first start the directory itself is new: its name must be durable before anything in it is.
   await storage.fsyncDir(dirname(resolve(opts.dir)));
   const lock = await acquireLock(storage, opts.dir, opts.logger);

@@ -10,6 +10,7 @@
 import { basename, join } from 'node:path';
 import { repairStepsMax } from '../config/limits.js';
 import { decodeLog, scanRecordSeqs } from './codec.js';
+import { restrictDataDir } from './dir-mode.js';
 import { classifyDir, parseSegmentFileName, parseSnapshotFileName } from './layout.js';
 import { acquireLock } from './lock.js';
 import { recover, RecoveryError } from './recovery.js';
@@ -74,6 +75,7 @@ export async function repairDataDir<S extends Replayable>(opts: RepairOptions<S>
     return backup;
   };
 
+  restrictDataDir(dir, logger);
   const lock = await acquireLock(storage, dir, logger);
   try {
     for (let step = 0; step < repairStepsMax; step++) {

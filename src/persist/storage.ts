@@ -7,6 +7,11 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 
+/** Directories the service creates: only its own user may list or enter them (they hold password hashes). */
+export const privateDirMode = 0o700;
+/** Files the service creates: only its own user may read or write them. */
+export const privateFileMode = 0o600;
+
 /** A file open for writing at its end. Writes are not durable until datasync() or sync() resolves. */
 export interface WritableFile {
   readonly path: string;
@@ -36,7 +41,7 @@ export interface StorageError extends Error {
 }
 
 export interface Storage {
-  /** Creates dir and its parents if missing. */
+  /** Creates dir and its parents if missing (mode privateDirMode). */
   mkdirp(dir: string): Promise<void>;
   /** The names (not paths) of the entries of dir, in no particular order. */
   list(dir: string): Promise<string[]>;
@@ -101,7 +106,8 @@ class NodeReadableFile implements ReadableFile {
 /** The real file system. */
 export class NodeStorage implements Storage {
   async mkdirp(dir: string): Promise<void> {
-    await fsp.mkdir(dir, { recursive: true });
+    // An explicit mode: the umask can only take bits away, so nothing created here is ever more open.
+    await fsp.mkdir(dir, { recursive: true, mode: privateDirMode });
   }
 
   list(dir: string): Promise<string[]> {
@@ -134,17 +140,17 @@ export class NodeStorage implements Storage {
   }
 
   async openAppend(path: string): Promise<WritableFile> {
-    return new NodeWritableFile(path, await fsp.open(path, 'a'));
+    return new NodeWritableFile(path, await fsp.open(path, 'a', privateFileMode));
   }
 
   async create(path: string): Promise<WritableFile> {
     // 'w' would not append after a truncate(); O_APPEND keeps both kinds of file behaving the same.
     const flags = fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_WRONLY | fsConstants.O_APPEND;
-    return new NodeWritableFile(path, await fsp.open(path, flags, 0o644));
+    return new NodeWritableFile(path, await fsp.open(path, flags, privateFileMode));
   }
 
   async createExclusive(path: string, data: Uint8Array): Promise<void> {
-    await fsp.writeFile(path, data, { flag: 'wx', mode: 0o644 });
+    await fsp.writeFile(path, data, { flag: 'wx', mode: privateFileMode });
   }
 
   rename(from: string, to: string): Promise<void> {
