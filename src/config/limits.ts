@@ -47,6 +47,8 @@ export const argon2HashBytes = 32;
 /** Verifications and hashes waiting for a worker; past it requests are shed with 503. */
 export const hashQueueMax = 256;
 export const hashRetryAfterS = 1;
+/** Retry-After of a 503 that names none of its own (starting, storage unavailable). */
+export const unavailableRetryAfterS = 1;
 
 // Brute-force protection (src/auth/limiter.ts), in the spirit of Keycloak's detector
 /** Failures against one account before each temporary lockout step (Keycloak's failure factor); 0 turns it off. */

@@ -2,7 +2,7 @@
 
 import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
-import { bodyJsonDepthMax } from '../config/limits.js';
+import { bodyJsonDepthMax, unavailableRetryAfterS } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
 import { joined, type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
@@ -128,7 +128,9 @@ export function errorReply(req: HttpRequest, code: ErrorCode, message?: string, 
   const error = JSON.stringify({ status, code, message: message ?? errorCatalog[code].message });
   const result = extra?.result === undefined ? '' : `"result":${JSON.stringify(extra.result)},`;
   let headers = withNoStore(extra?.headers);
-  if (extra?.retryAfterS !== undefined) headers = [...headers, ['Retry-After', String(extra.retryAfterS)]];
+  // Every 503 says when to come back: a client that honours it spreads its retries instead of hammering.
+  const retryAfterS = extra?.retryAfterS ?? (status === 503 ? unavailableRetryAfterS : undefined);
+  if (retryAfterS !== undefined) headers = [...headers, ['Retry-After', String(retryAfterS)]];
   return { status, body: `{"service":{${result}"error":${error},"elapsed":${elapsedSeconds(req)}}}`, headers };
 }
 
