@@ -14,7 +14,9 @@ import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, ren
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
 import { ConfigError } from '../config/config.js';
-import { apikeyDerivedSecretsMax, apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin } from '../config/limits.js';
+import {
+  apikeyDerivedSecretsMax, apikeyNonceBytes, apikeySecretBytes, apikeyServerKeyBytesMin, groupOtherModeBits, privateDirMode, privateFileMode,
+} from '../config/limits.js';
 import { KeyedHash, sameText } from './keyed-hash.js';
 
 const derivationLabel = 'authd-apikey-v1\0';
@@ -31,8 +33,6 @@ const secretChars = Math.ceil((apikeySecretBytes * 4) / 3);
 const serverKeyBytesNew = 32;
 /** What a presented secret for no key is compared with, so that refusing it costs what checking a real one does. */
 const noSecret = 'A'.repeat(secretChars);
-/** Permission bits for group and others: a key file with any of them set is refused. */
-const groupOtherBits = 0o077;
 
 export class ApiKeySecrets {
   /** The server key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
@@ -146,11 +146,11 @@ function readOrCreateKeyFile(keyFile: string): Buffer {
 /** Writes 32 new random bytes to keyFile (replacing it atomically if it exists) and returns them. */
 export function writeNewKeyFile(keyFile: string): Buffer {
   const dir = dirname(keyFile);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { recursive: true, mode: privateDirMode });
   const key = randomBytes(serverKeyBytesNew);
   const tmp = `${keyFile}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
   // 'wx' + 0600: the key is never readable by others, not even for the moment before a chmod.
-  const fd = openSync(tmp, 'wx', 0o600);
+  const fd = openSync(tmp, 'wx', privateFileMode);
   try {
     writeSync(fd, key);
     fsyncSync(fd);
@@ -180,7 +180,7 @@ export function readKeyFile(keyFile: string): Buffer | undefined {
   try {
     // The mode of the file actually opened, not of whatever the name points to a moment later.
     const mode = fstatSync(fd).mode & 0o777;
-    if ((mode & groupOtherBits) !== 0) {
+    if ((mode & groupOtherModeBits) !== 0) {
       throw new ConfigError(`KEY_FILE ${keyFile} is readable or writable by other users (mode 0${mode.toString(8)}); run: chmod 600 ${keyFile}`);
     }
     return readFileSync(fd);

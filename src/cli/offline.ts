@@ -6,8 +6,8 @@ import { writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { ApiKeySecrets, writeNewKeyFile } from '../auth/apikey-secrets.js';
 import { HashPool } from '../auth/hash-pool.js';
-import { ConfigError, loadConfig, type FsyncPolicy } from '../config/config.js';
-import { importLineCharsMax, importRecordsPerFlush, passwordBytesMax, passwordCharsMin } from '../config/limits.js';
+import { ConfigError, loadConfig, settings, type FsyncPolicy } from '../config/config.js';
+import { importLineCharsMax, importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
 import type { LogRecord, Meta, Op } from '../domain/entities.js';
 import { DomainError } from '../domain/errors.js';
 import { openApiJson } from '../http/openapi.js';
@@ -31,7 +31,7 @@ const dataDirOption: Options = { 'data-dir': { type: 'string' } };
 const dataDirHelp = '  --data-dir DIR     the data directory (DATA_DIR; default ./data)';
 
 function dataDir(values: Values): string {
-  return stringOption(values, 'data-dir') ?? process.env['DATA_DIR'] ?? './data';
+  return stringOption(values, 'data-dir') ?? process.env['DATA_DIR'] ?? settings.DATA_DIR.default;
 }
 
 /** Persistence's log lines, for an operator at a terminal: warnings and errors only, as plain text. */
@@ -169,7 +169,7 @@ ${dataDirHelp}
       return 0;
     }
     const tmp = `${out}.tmp`;
-    const stream = createWriteStream(tmp, { mode: 0o600 });
+    const stream = createWriteStream(tmp, { mode: privateFileMode });
     try {
       for (const line of lines) await writeLine(stream, line);
       await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
@@ -313,7 +313,7 @@ ${dataDirHelp}
   async run(values, _p, io) {
     const dir = dataDir(values);
     requireDataDir(dir);
-    const keyFile = stringOption(values, 'key-file') ?? process.env['KEY_FILE'] ?? './secrets/server.key';
+    const keyFile = stringOption(values, 'key-file') ?? process.env['KEY_FILE'] ?? settings.KEY_FILE.default;
     const storage = new NodeStorage();
     let lock;
     try {

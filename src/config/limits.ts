@@ -214,6 +214,12 @@ export const hashWorkerNiceness = 10;
 export const replyEncodeBytesMax = 64 * 1024;
 /** Peer addresses whose text is kept by their binary form (src/http/front-uws.ts); the cache starts over when full. */
 export const peerAddressTextsMax = 4096;
+/** Directories the service creates (data directory, key directory): only its own user may list or enter them (they hold password hashes and the key). */
+export const privateDirMode = 0o700;
+/** Files the service creates (log, snapshots, key file, exports): only its own user may read or write them. */
+export const privateFileMode = 0o600;
+/** Permission bits of group and others: a data directory with any set is tightened, a key file with any set refused. */
+export const groupOtherModeBits = 0o077;
 /** A request line and header fields larger than this are answered 431 and the connection closed (node:http's own default). */
 export const headerBytesMax = 16 * 1024;
 /** A body refused for its size (413) that declared at most this many bytes is read and dropped before the connection goes on (src/http/adapter.ts drainsRefusedBody). */

@@ -4,11 +4,8 @@
 // of them out of other users' reach without touching each file.
 
 import { chmodSync, statSync } from 'node:fs';
+import { groupOtherModeBits, privateDirMode } from '../config/limits.js';
 import type { PersistLogger } from './replayable.js';
-import { privateDirMode } from './storage.js';
-
-/** Permission bits for group and others. */
-const groupOtherBits = 0o077;
 
 /** Sets dir to privateDirMode if group or others had any access, with a warning naming the old mode; nothing if dir is missing. */
 export function restrictDataDir(dir: string, logger: PersistLogger): void {
@@ -19,7 +16,7 @@ export function restrictDataDir(dir: string, logger: PersistLogger): void {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  if ((mode & groupOtherBits) === 0) return;
+  if ((mode & groupOtherModeBits) === 0) return;
   chmodSync(dir, privateDirMode);
   logger.warn({ dataDir: dir, mode: octal(mode), now: octal(privateDirMode) }, 'data directory was open to other users; its mode is now 0700');
 }

@@ -6,11 +6,7 @@
 
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-
-/** Directories the service creates: only its own user may list or enter them (they hold password hashes). */
-export const privateDirMode = 0o700;
-/** Files the service creates: only its own user may read or write them. */
-export const privateFileMode = 0o600;
+import { privateDirMode, privateFileMode } from '../config/limits.js';
 
 /** A file open for writing at its end. Writes are not durable until datasync() or sync() resolves. */
 export interface WritableFile {
