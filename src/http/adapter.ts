@@ -136,7 +136,20 @@ export function drainsRefusedBody(contentLength: string | undefined): boolean {
 }
 
 /** Chunks of a streamed body written per event-loop turn before yielding (with 64 KiB chunks: 1 MiB). */
-export const streamChunksPerTurn = 16;
+const streamChunksPerTurn = 16;
+
+/** Where a streamed body goes: the front end's socket, as RequestTracker.pump drives it. */
+export interface StreamSink {
+  /** Sends a chunk; false when the socket pushes back. */
+  write(chunk: string): boolean;
+  /** Runs resume on a later event-loop turn, unless the client has gone by then. */
+  later(resume: () => void): void;
+  /** Runs resume on a later turn once the socket has taken what it held. */
+  whenDrained(resume: () => void): void;
+  end(): void;
+  /** Cuts the connection, so that the client sees a broken body. */
+  cut(): void;
+}
 
 /**
  * A peer address as both front ends report it: IPv4 dotted, an IPv4-mapped IPv6 address as its IPv4, and
@@ -254,6 +267,37 @@ export class RequestTracker<R> {
     } else {
       this.finish(res, state, request, result);
     }
+  }
+
+  /**
+   * Writes the stream's chunks until the socket pushes back, then waits for it to drain; after
+   * streamChunksPerTurn chunks it yields the event loop, so one huge listing never holds up other requests
+   * or memory. An empty chunk ends the turn at once (streamPause, src/http/pipeline.ts).
+   */
+  pump(sink: StreamSink, state: RequestState, request: HttpRequest, reply: Reply, stream: Iterator<string>): void {
+    const resume = (): void => this.pump(sink, state, request, reply, stream);
+    for (let written = 0; written < streamChunksPerTurn; written++) {
+      if (state.aborted) return;
+      let next: IteratorResult<string>;
+      try {
+        next = stream.next();
+      } catch {
+        // Headers are gone already: all that is left is to cut the connection.
+        sink.cut();
+        return;
+      }
+      if (next.done === true) {
+        sink.end();
+        this.settle(state, request, reply);
+        return;
+      }
+      if (next.value === '') break;
+      if (!sink.write(next.value)) {
+        sink.whenDrained(resume);
+        return;
+      }
+    }
+    sink.later(resume);
   }
 
   /** Resolves once no request is in flight, or after graceMs. */

@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
 import {
-  addressFromText, drainsRefusedBody, refusal, RequestTracker, statusLine, streamChunksPerTurn,
-  type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer,
+  addressFromText, drainsRefusedBody, refusal, RequestTracker, statusLine,
+  type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RunningServer, type StreamSink,
 } from './adapter.js';
 
 const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
@@ -14,6 +14,17 @@ const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 function bodyBytes(body: BodyText): Buffer {
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
   return Buffer.concat(body.map((piece) => (typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece)));
+}
+
+/** A streamed body's way out through node:http; the pump checks for an aborted request itself. */
+function nodeSink(res: ServerResponse): StreamSink {
+  return {
+    write: (chunk) => res.write(chunk),
+    later: (resume) => setImmediate(resume),
+    whenDrained: (resume) => res.once('drain', () => setImmediate(resume)),
+    end: () => res.end(),
+    cut: () => res.destroy(),
+  };
 }
 
 /** The status line's reason phrase as uWS sends it (node:http's own differ for some codes). */
@@ -79,35 +90,9 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
     state.streaming = true;
     res.writeHead(reply.status, reasonPhrase(reply.status), headerList(reply, undefined));
     res.write(bodyBytes(reply.body));
-    pumpStream(res, state, request, reply, stream);
+    tracker.pump(nodeSink(res), state, request, reply, stream);
   };
   const tracker = new RequestTracker<ServerResponse>(opts, finish, bodyReceiveSweepMs);
-
-  /** Writes chunks until the socket pushes back, then waits for 'drain'; yields the event loop every streamChunksPerTurn chunks. */
-  const pumpStream = (res: ServerResponse, state: RequestState, request: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
-    for (let written = 0; written < streamChunksPerTurn; written++) {
-      if (state.aborted) return;
-      let next: IteratorResult<string>;
-      try {
-        next = stream.next();
-      } catch {
-        // Headers are gone already: cut the connection so the client sees a broken body.
-        res.destroy();
-        return;
-      }
-      if (next.done === true) {
-        res.end();
-        tracker.settle(state, request, reply);
-        return;
-      }
-      if (next.value === '') break;
-      if (!res.write(next.value)) {
-        res.once('drain', () => setImmediate(() => pumpStream(res, state, request, reply, stream)));
-        return;
-      }
-    }
-    setImmediate(() => pumpStream(res, state, request, reply, stream));
-  };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const startedAt = performance.now();

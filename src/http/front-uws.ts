@@ -3,8 +3,8 @@
 import type * as Uws from 'uWebSockets.js';
 import { bodyReceiveSweepMs, headerBytesMax, peerAddressTextsMax, replyEncodeBytesMax } from '../config/limits.js';
 import {
-  addressText, drainsRefusedBody, joined, refusal, RequestTracker, statusLine, statusLines, streamChunksPerTurn,
-  type AdapterOptions, type BodyText, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer,
+  addressText, drainsRefusedBody, joined, refusal, RequestTracker, statusLine, statusLines,
+  type AdapterOptions, type BodyText, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer, type StreamSink,
 } from './adapter.js';
 
 /*
@@ -63,6 +63,20 @@ function remoteAddressOf(res: Uws.HttpResponse): string {
     }
   }
   return text;
+}
+
+/** A streamed body's way out through uWS: every write after a turn's end is corked, and none after an abort. */
+function uwsSink(res: Uws.HttpResponse, state: RequestState): StreamSink {
+  const later = (resume: () => void): void => {
+    setImmediate(() => { if (!state.aborted) res.cork(resume); });
+  };
+  return {
+    write: (chunk) => res.write(chunk),
+    later,
+    whenDrained: (resume) => res.onWritable(() => { later(resume); return true; }),
+    end: () => { res.end(); },
+    cut: () => { res.close(); },
+  };
 }
 
 /** uWS reports methods in lower case; the usual ones map to constants instead of a new upper-cased string per request. */
@@ -135,39 +149,6 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
   };
 
-  /**
-   * Writes chunks until the socket pushes back, then waits for onWritable; after streamChunksPerTurn
-   * chunks it yields the event loop, so one huge listing never holds up other requests or memory.
-   */
-  const pumpStream = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest, reply: Reply, stream: Iterator<string>): void => {
-    for (let written = 0; written < streamChunksPerTurn; written++) {
-      if (state.aborted) return;
-      let next: IteratorResult<string>;
-      try {
-        next = stream.next();
-      } catch {
-        // Headers are gone already: all that is left is to cut the connection so the client sees a broken body.
-        res.close();
-        return;
-      }
-      if (next.done === true) {
-        res.end();
-        tracker.settle(state, request, reply);
-        return;
-      }
-      // The producer did a slice of work and yields the event loop (streamPause, src/http/pipeline.ts).
-      if (next.value === '') break;
-      if (!res.write(next.value)) {
-        res.onWritable(() => {
-          setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, request, reply, stream)); });
-          return true;
-        });
-        return;
-      }
-    }
-    setImmediate(() => { if (!state.aborted) res.cork(() => pumpStream(res, state, request, reply, stream)); });
-  };
-
   const finish: Finish<Uws.HttpResponse> = (res, state, request, reply) => {
     // An aborted request is already settled by onAborted.
     if (state.done || state.streaming) return;
@@ -188,7 +169,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     res.cork(() => {
       writeHead(res, reply);
       res.write(encodedBody(reply.body));
-      pumpStream(res, state, request, reply, stream);
+      tracker.pump(uwsSink(res, state), state, request, reply, stream);
     });
   };
   // finish and the tracker refer to each other; neither runs before a request arrives.
