@@ -9,7 +9,7 @@ import { descriptionCharsMax, nameCharsMax, passwordHashCharsMax } from '../conf
 import type { ApiKey, Application, Group, JsonObject, Meta, Organization, User } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import { formatTimestamp } from '../domain/time.js';
-import { arrayOf, customData, email, enumOf, id, string, type Schema } from '../http/schema.js';
+import { arrayOf, customData, email, enumOf, id, string, type Schema } from '../domain/schema.js';
 import { isApikeyId } from '../store/ids.js';
 import type { State } from '../store/state.js';
 

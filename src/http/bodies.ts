@@ -7,7 +7,7 @@ import {
 import { invalidField } from '../domain/errors.js';
 import {
   arrayOf, body, customData, email, enumOf, field, id, object, string, type Schema,
-} from './schema.js';
+} from '../domain/schema.js';
 
 const status = enumOf(['ENABLED', 'DISABLED'] as const);
 const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);

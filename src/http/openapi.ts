@@ -8,7 +8,7 @@ import { idCharsMax, pageCursorCharsMax, pageItemsMax, searchTermCharsMax } from
 import { errorCatalog } from '../domain/errors.js';
 import * as bodies from './bodies.js';
 import type { RouteSpec } from './pipeline.js';
-import type { Schema } from './schema.js';
+import type { Schema } from '../domain/schema.js';
 
 type JsonSchema = Record<string, unknown>;
 

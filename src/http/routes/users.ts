@@ -8,7 +8,7 @@ import { firstMatches, laterMatches, searchPage } from '../../service/search-sli
 import { whenReady } from '../../service/when-ready.js';
 import * as decide from '../../store/decide.js';
 import type { SearchCursor } from '../../store/search.js';
-import { hasLoneSurrogate } from '../schema.js';
+import { hasLoneSurrogate } from '../../domain/schema.js';
 import { userCreate, userUpdate } from '../bodies.js';
 import { pageRequest, pageResult } from '../paging.js';
 import { streamPause, type RouteResult, type RouteSpec } from '../pipeline.js';

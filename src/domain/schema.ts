@@ -1,11 +1,11 @@
-// Declarative request schemas: each validates a parsed JSON value (naming the field it refuses) and describes itself as JSON Schema.
+// Declarative JSON input schemas, shared by the HTTP layer and the CLI: each validates a parsed value (naming the field it refuses) and describes itself as JSON Schema.
 
 import {
   customDataBytesMax, customDataDepthMax, emailCharsMax, emailLocalCharsMax, idCharsMax,
 } from '../config/limits.js';
-import type { JsonObject } from '../domain/entities.js';
-import { emailCharacterProblem, normalizeEmail } from '../domain/email.js';
-import { invalidField } from '../domain/errors.js';
+import type { JsonObject } from './entities.js';
+import { emailCharacterProblem, normalizeEmail } from './email.js';
+import { invalidField } from './errors.js';
 import { isWellFormedId } from '../store/ids.js';
 
 export interface Schema<T> {
