@@ -16,7 +16,7 @@ import { chooseFrontEnd, FrontEndError } from './http/front-end.js';
 import { Metrics } from './http/metrics.js';
 import { createPipeline, errorReply } from './http/pipeline.js';
 import { Renderer } from './http/render.js';
-import { allRoutes } from './http/routes/index.js';
+import { routeTable } from './http/routes/index.js';
 import { RuntimeStats } from './http/runtime-stats.js';
 import { faultSettingsFromEnv, withFaults } from './persist/fault-injection.js';
 import { openPersistence } from './persist/persistence.js';
@@ -26,7 +26,7 @@ import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
 import { Audit, logSafe } from './service/audit.js';
 import { fdOutput, LogWriter } from './service/log-writer.js';
-import { Authenticator, type Answer } from './service/authenticator.js';
+import { Authenticator, type CallerAnswer } from './service/authenticator.js';
 import { Committer } from './service/committer.js';
 import { loadServerKey } from './service/server-key.js';
 import { whenReady } from './service/when-ready.js';
@@ -173,15 +173,15 @@ async function main(): Promise<void> {
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
-  const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
-  metrics.registerRoutes(routes);
-  const counted = (caller: Answer): Answer => {
+  metrics.registerRoutes(routeTable);
+  const counted = (caller: CallerAnswer): CallerAnswer => {
     // Shed (the hash queue is full): not evaluated, so not counted.
     if (!(caller instanceof OverloadedError)) metrics.callerChecked(caller !== undefined);
     return caller;
   };
-  handle = createPipeline(routes, {
+  handle = createPipeline(routeTable, {
     realm: config.realm,
+    routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics },
     audit: (entry) => audit.record(entry),
     caller: (username, password, address, authorization) => whenReady(authenticator.caller(username, password, address, authorization), counted),
     knownCaller: (authorization, address) => {

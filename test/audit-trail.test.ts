@@ -44,13 +44,13 @@ test('one audit line per mutation, refused ones included, naming caller, action,
   const lines = (await auditLines()).slice(before);
   const mutations = lines.filter((l) => l.audit !== 'caller.authenticate');
   assert.deepEqual(mutations.map((l) => [l.audit, l.outcome]), [
-    ['POST /applications/application', 'success'],
-    ['PUT /applications/application/:appid', 'success'],
-    ['DELETE /applications/application/:appid', 'delete_refused'],
-    ['POST /users/user', 'success'],
-    ['POST /users/user/:userid/apikey', 'success'],
-    ['PUT /users/user/:userid/apikey/:apikeyid', 'success'],
-    ['DELETE /users/user/:userid/apikey/:apikeyid', 'success'],
+    ['application.create', 'success'],
+    ['application.update', 'success'],
+    ['application.delete', 'delete_refused'],
+    ['user.create', 'success'],
+    ['apikey.create', 'success'],
+    ['apikey.update', 'success'],
+    ['apikey.delete', 'success'],
   ]);
   const adminId = mutations[0]!.caller;
   assert.match(adminId ?? '', /^[0-9A-Za-z]{22}$/);
@@ -60,8 +60,8 @@ test('one audit line per mutation, refused ones included, naming caller, action,
     assert.equal(typeof l.time, 'number');
   }
   assert.deepEqual(mutations[0]!.targets, { application: app.id }, 'a create names what it created');
-  assert.deepEqual(mutations[2]!.targets, { appid: app.id });
-  assert.deepEqual(mutations[4]!.targets, { userid: user.id, apikey: key.id });
+  assert.deepEqual(mutations[2]!.targets, { application: app.id }, 'path ids are named by their kind');
+  assert.deepEqual(mutations[4]!.targets, { user: user.id, apikey: key.id });
   // The admin's password is checked once and then rides the verify cache like a session: seven calls,
   // at most one caller line (none when an earlier test already verified it), not one per request.
   assert.ok(lines.filter((l) => l.audit === 'caller.authenticate' && l.outcome === 'success').length <= 1, 'a caller line per real verification, not per request');

@@ -31,7 +31,7 @@ describe('usage', () => {
     assert.equal(overview.code, 0);
     const names = commandNames(overview.stdout);
     for (const expected of ['applications list', 'applications create', 'groups list', 'groups create', 'users list', 'users create',
-      'apikeys create', 'apikeys disable', 'snapshot', 'reset-admin-password', 'verify', 'export', 'import', 'openapi']) {
+      'apikeys create', 'apikeys disable', 'snapshot', 'reset-admin-password', 'verify', 'export', 'import', 'rotate-key']) {
       assert.ok(names.includes(expected), `authctl --help lists ${expected}`);
     }
     const helps = await Promise.all(names.map((name) => authctl([...name.split(' '), '--help'])));
@@ -114,6 +114,25 @@ describe('applications, groups and users', () => {
 });
 
 describe('API keys and snapshot', () => {
+  test('roles: users create --role, users roles, apikeys create --role; a key limited to authenticator cannot list', async () => {
+    const base = await baseApplicationId(api);
+    const made = await authctl(['users', 'create', '--email', 'cli.auditor@example.com', '--application', base, '--role', 'auditor', '--password-stdin', '--json'], { env, stdin: 'auditor-pass-123\n' });
+    assert.equal(made.code, 0, made.stderr);
+    const user = JSON.parse(made.stdout) as User;
+    assert.deepEqual(user.roles, ['auditor']);
+    const changed = await authctl(['users', 'roles', '--user-id', user.id, '--role', 'manager', '--role', 'authenticator'], { env });
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.deepEqual((await api.client.users.get(user.id)).roles, ['manager', 'authenticator']);
+    assert.equal((await authctl(['users', 'roles', '--user-id', user.id, '--role', 'root'], { env })).code, 2, 'an unknown role is a usage error');
+    const key = await authctl(['apikeys', 'create', '--user-id', user.id, '--role', 'authenticator', '--json'], { env });
+    assert.equal(key.code, 0, key.stderr);
+    const { id, secret, roles } = JSON.parse(key.stdout) as { id: string; secret: string; roles: string[] };
+    assert.deepEqual(roles, ['authenticator']);
+    const listed = await authctl(['applications', 'list'], { env: { ...env, AUTHCTL_USER: id, AUTHCTL_PASSWORD: secret } });
+    assert.notEqual(listed.code, 0);
+    assert.match(listed.stderr, /forbidden|403/);
+  });
+
   test('create prints the secret once; disable stops it authenticating', async () => {
     const base = await baseApplicationId(api);
     const user = await api.client.users.create({ email: 'cli.keys@example.com', password: 'keys-pass-123', applications: [base] });

@@ -47,7 +47,7 @@ async function addAdmin(app: InProcessApp, email: string, password: string): Pro
 /** header passes from peer and is then known as userId; after change() (answered 200) it is neither known nor let in. */
 async function refusedAfter(app: InProcessApp, header: string, peer: string, userId: string, change: () => Promise<{ status: number }>): Promise<void> {
   assert.equal((await app.get('/applications', { auth: header, remoteAddress: peer })).status, 200);
-  assert.equal(app.authenticator.knownCaller(header, peer)?.id, userId);
+  assert.equal(app.authenticator.knownCaller(header, peer)?.user.id, userId);
   assert.equal((await change()).status, 200);
   assert.equal(app.authenticator.knownCaller(header, peer), undefined);
   assert.equal((await app.get('/applications', { auth: header, remoteAddress: peer })).status, 401);
@@ -109,7 +109,7 @@ test('a caller that passed is known by its header from the same peer only, and c
     assert.equal(app.authenticator.knownCaller(header, '192.0.2.1'), undefined, 'not before a check has passed');
     const first = await app.get('/applications', { auth: header, remoteAddress: '192.0.2.1' });
     assert.equal(first.status, 200);
-    assert.equal(app.authenticator.knownCaller(header, '192.0.2.1')?.id, id);
+    assert.equal(app.authenticator.knownCaller(header, '192.0.2.1')?.user.id, id);
     assert.equal(app.authenticator.knownCaller(header, '192.0.2.2'), undefined, 'another peer takes the full check');
     const second = await app.get('/applications', { auth: header, remoteAddress: '192.0.2.1' });
     assert.equal(second.status, 200);

@@ -4,13 +4,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { openApiDocument, openApiJson } from '../src/http/openapi.js';
-import { allRoutes } from '../src/http/routes/index.js';
-import type { RouteDeps } from '../src/http/routes/context.js';
+import { roleNames } from '../src/domain/roles.js';
+import { routeTable } from '../src/http/routes/index.js';
 import { baseApplicationId, createApikey, createApplication, createGroup, createUser, unknownId } from './helpers/http-fixtures.js';
 import { startServer, type Api, type HttpResult, type ServerProcess } from './helpers/server.js';
 
 type Json = Record<string, unknown>;
-const doc = openApiDocument() as { paths: Record<string, Record<string, Json>>; components: { schemas: Record<string, Json>; responses: Record<string, Json> } };
+const doc = openApiDocument(routeTable) as { paths: Record<string, Record<string, Json>>; components: { schemas: Record<string, Json>; responses: Record<string, Json> } };
 
 /** `/users/user/:userid` -> `/users/user/{userid}`, as OpenAPI writes paths. */
 const templated = (pattern: string): string => pattern.replace(/:([A-Za-z]+)/g, '{$1}');
@@ -21,15 +21,40 @@ function documentedRoutes(): string[] {
 
 describe('the document and the router', () => {
   test('name exactly the same routes', () => {
-    // Handlers are not called, so the routes can be listed without a running service.
-    const served = allRoutes({} as RouteDeps).map((r) => `${r.method} ${templated(r.pattern)}`).sort();
+    const served = routeTable.map((r) => `${r.method} ${templated(r.pattern)}`).sort();
     assert.equal(new Set(served).size, served.length, 'no route is registered twice');
-    assert.deepEqual(documentedRoutes(), served, 'every route is documented, and only those (add new ones to routeDocs in src/http/openapi.ts)');
+    assert.deepEqual(documentedRoutes(), served, 'every route is documented, and only those');
+  });
+
+  test('every route declares who may call it and how it is audited, and the document says so per operation', () => {
+    const capabilities = new Set(['public', 'admin', 'manage', 'read', 'authenticate']);
+    for (const r of routeTable) {
+      const name = `${r.method} ${r.pattern}`;
+      assert.ok(capabilities.has(r.access), `${name}: declares its access`);
+      assert.ok(r.operationId.length > 0 && r.summary.length > 0, `${name}: operationId and summary`);
+      if (r.method === 'GET') assert.equal(r.audit, 'none', `${name}: a read writes no audit line`);
+      else assert.match(r.audit, /^(self|[a-z]+\.[a-z_]+)$/, `${name}: a change names its audit action`);
+      if (r.access === 'public') assert.equal(r.method, 'GET', `${name}: only reads are public`);
+      const op = doc.paths[templated(r.pattern)]![r.method.toLowerCase()]!;
+      const roles = op['x-roles'] as string[];
+      if (r.access === 'public') assert.deepEqual(roles, []);
+      else {
+        assert.ok(roles.includes('admin') && roles.every((role) => (roleNames as readonly string[]).includes(role)), `${name}: x-roles`);
+        assert.match(op['description'] as string, new RegExp(`Roles: ${roles.join(', ')}\\.`));
+        assert.ok((op['responses'] as Json)['403'] !== undefined, `${name}: documents 403`);
+      }
+    }
+    const rolesOf = (method: string, path: string): unknown => doc.paths[path]![method]!['x-roles'];
+    assert.deepEqual(rolesOf('post', '/authenticate'), ['admin', 'authenticator']);
+    assert.deepEqual(rolesOf('get', '/users'), ['admin', 'manager', 'auditor']);
+    assert.deepEqual(rolesOf('get', '/metrics'), ['admin', 'manager', 'auditor']);
+    assert.deepEqual(rolesOf('delete', '/users/user/{userid}'), ['admin', 'manager']);
+    assert.deepEqual(rolesOf('post', '/admin/snapshot'), ['admin']);
   });
 
   test('docs/openapi.json is what src/http/openapi.ts generates', () => {
     const checkedIn = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
-    assert.ok(checkedIn === openApiJson(), 'docs/openapi.json is out of date: run `node dist/src/cli/authctl.js openapi --write docs/openapi.json`');
+    assert.ok(checkedIn === openApiJson(routeTable), 'docs/openapi.json is out of date: run `npm run openapi`');
   });
 
   test('is OpenAPI 3.1 whose references all resolve, with unique operation ids and declared path parameters', () => {
@@ -132,8 +157,8 @@ describe('served document and real answers', () => {
     const res = await api.get('/openapi.json', { credentials: null });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
-    assert.ok(res.text === openApiJson(), 'served document equals the generated one');
-    assert.deepEqual(await api.client.openapi(), JSON.parse(openApiJson()));
+    assert.ok(res.text === openApiJson(routeTable), 'served document equals the generated one');
+    assert.deepEqual(await api.client.openapi(), JSON.parse(openApiJson(routeTable)));
   });
 
   test('answers of every kind match their documented schemas', async () => {

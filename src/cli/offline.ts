@@ -1,8 +1,7 @@
 // authctl commands on a data directory: reset-admin-password, import and rotate-key (stopped server, through the persistence layer), verify and export (read-only).
 
 import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, type WriteStream } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { ApiKeySecrets, writeNewKeyFile } from '../auth/apikey-secrets.js';
 import { HashPool } from '../auth/hash-pool.js';
@@ -10,7 +9,6 @@ import { ConfigError, loadConfig, settings, type FsyncPolicy } from '../config/c
 import { importLineCharsMax, importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
 import type { LogRecord, Meta, Op } from '../domain/entities.js';
 import { DomainError } from '../domain/errors.js';
-import { openApiJson } from '../http/openapi.js';
 import { keyFingerprintPath, writeKeyFingerprint } from '../persist/key-fingerprint.js';
 import { acquireLock, LockError } from '../persist/lock.js';
 import { openPersistence, type Persistence } from '../persist/persistence.js';
@@ -337,35 +335,4 @@ ${dataDirHelp}
   },
 };
 
-const openapiCommand: Command = {
-  name: 'openapi', summary: 'print the OpenAPI document, or regenerate docs/openapi.json',
-  help: `authctl openapi [--write FILE | --check FILE]
-
-  (no option)        print the OpenAPI 3.1 document the server serves at GET /openapi.json
-  --write FILE       write it to FILE (the checked-in copy is docs/openapi.json)
-  --check FILE       exit 1 if FILE differs from it`,
-  options: { write: { type: 'string' }, check: { type: 'string' } },
-  async run(values, _p, io) {
-    const json = openApiJson();
-    const write = stringOption(values, 'write');
-    const check = stringOption(values, 'check');
-    if (write !== undefined && check !== undefined) throw new UsageError('give --write or --check, not both');
-    if (write !== undefined) {
-      await writeFile(write, json);
-      io.err(`wrote ${write}`);
-    } else if (check !== undefined) {
-      let current = '';
-      try { current = readFileSync(check, 'utf8'); } catch { /* missing: differs */ }
-      if (current !== json) {
-        io.err(`${check} is out of date: run authctl openapi --write ${check}`);
-        return 1;
-      }
-      io.err(`${check} is up to date`);
-    } else {
-      process.stdout.write(json);
-    }
-    return 0;
-  },
-};
-
-export const offlineCommands: Command[] = [resetAdminPassword, verify, exportCommand, importCommand, rotateKey, openapiCommand];
+export const offlineCommands: Command[] = [resetAdminPassword, verify, exportCommand, importCommand, rotateKey];

@@ -1,8 +1,9 @@
 // authctl commands against a running server, through the typed client: applications, groups, users, API keys, snapshot.
 
 import { AuthClient } from '../client/client.js';
-import type { Page, PageRequest, UserCreate } from '../client/types.js';
+import type { Page, PageRequest, Role, UserCreate } from '../client/types.js';
 import { pageItemsMax } from '../config/limits.js';
+import { roleNames } from '../domain/roles.js';
 import {
   jsonObjectOption, listOption, positiveIntOption, readStdin, requiredOption, stringOption, table, UsageError,
   type Command, type Options, type Output, type Values,
@@ -44,6 +45,17 @@ async function all<T>(client: AuthClient, list: (page: PageRequest) => Promise<P
 function printJson(io: Output, items: readonly unknown[]): void {
   for (const item of items) io.out(JSON.stringify(item));
 }
+
+/** `--role R` given once per role; undefined when none was given. */
+function rolesOption(values: Values): Role[] | undefined {
+  const roles = listOption(values, 'role');
+  for (const role of roles) {
+    if (!(roleNames as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${roleNames.join(', ')}, got "${role}"`);
+  }
+  return roles.length === 0 ? undefined : roles as Role[];
+}
+
+const roleHelp = `  --role ROLE          ${roleNames.join(', ')}; repeat for several (admin only; see README, Roles)`;
 
 const pageSizeOption: Options = { 'page-size': { type: 'string' } };
 const pageSizeHelp = `  --page-size N      entities fetched per request (1..${pageItemsMax}, default 500)`;
@@ -125,13 +137,14 @@ export const onlineCommands: Command[] = [
     name: 'users create', summary: 'create a User',
     help: `authctl users create --email EMAIL --application ID [--application ID ...]
                      (--password-stdin | --password-hash HASH)
-                     [--name NAME] [--group ID ...] [--organization ID] [--custom-data JSON] [connection options]
+                     [--name NAME] [--group ID ...] [--organization ID] [--custom-data JSON] [--role ROLE ...] [connection options]
 
   --password-stdin     read the new User's password from standard input
   --password-hash HASH an argon2id PHC string or a bcrypt hash brought from another system
+${roleHelp}; a User of the base Application without one is an admin
 ${connectionHelp}`,
     options: {
-      ...connectionOptions, email: { type: 'string' }, name: { type: 'string' }, application: { type: 'string', multiple: true },
+      ...connectionOptions, email: { type: 'string' }, name: { type: 'string' }, application: { type: 'string', multiple: true }, role: { type: 'string', multiple: true },
       group: { type: 'string', multiple: true }, organization: { type: 'string' }, 'custom-data': { type: 'string' },
       'password-stdin': { type: 'boolean' }, 'password-hash': { type: 'string' },
     },
@@ -145,6 +158,7 @@ ${connectionHelp}`,
       const input: UserCreate = {
         email: requiredOption(values, 'email'), applications, groups: listOption(values, 'group'),
         name: stringOption(values, 'name'), organization: stringOption(values, 'organization'), custom_data: jsonObjectOption(values, 'custom-data'),
+        roles: rolesOption(values),
       };
       if (hash !== undefined) input.password_hash = hash;
       else input.password = await readStdin();
@@ -154,13 +168,29 @@ ${connectionHelp}`,
     },
   },
   {
+    name: 'users roles', summary: 'set the roles of a User of the base Application (admin only)',
+    help: `authctl users roles --user-id ID --role ROLE [--role ROLE ...] [connection options]\n\n${roleHelp}\n${connectionHelp}`,
+    options: { ...connectionOptions, 'user-id': { type: 'string' }, role: { type: 'string', multiple: true } },
+    async run(values, _p, io) {
+      const client = clientFrom(values);
+      const roles = rolesOption(values);
+      if (roles === undefined) throw new UsageError('--role is required');
+      const user = await client.users.update(requiredOption(values, 'user-id'), { roles });
+      io.out(values['json'] === true ? JSON.stringify(user) : `User ${user.id} now has roles ${(user.roles ?? []).join(', ')}`);
+      return 0;
+    },
+  },
+  {
     name: 'apikeys create', summary: 'create an API Key for a User (prints its secret once)',
-    help: `authctl apikeys create --user-id ID [--name NAME] [--description TEXT] [connection options]\n${connectionHelp}`,
-    options: { ...connectionOptions, 'user-id': { type: 'string' }, name: { type: 'string' }, description: { type: 'string' } },
+    help: `authctl apikeys create --user-id ID [--name NAME] [--description TEXT] [--role ROLE ...] [connection options]
+
+  --role ROLE          narrows the owner's roles for callers using this key (e.g. authenticator for a client application)
+${connectionHelp}`,
+    options: { ...connectionOptions, 'user-id': { type: 'string' }, name: { type: 'string' }, description: { type: 'string' }, role: { type: 'string', multiple: true } },
     async run(values, _p, io) {
       const client = clientFrom(values);
       const key = await client.apikeys.create(requiredOption(values, 'user-id'), {
-        name: stringOption(values, 'name'), description: stringOption(values, 'description'),
+        name: stringOption(values, 'name'), description: stringOption(values, 'description'), roles: rolesOption(values),
       });
       if (values['json'] === true) io.out(JSON.stringify(key));
       else io.out(`created API Key ${key.id}\nsecret: ${key.secret}\n(use id and secret as Basic credentials or with POST /authenticate type apikey)`);

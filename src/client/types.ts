@@ -19,16 +19,21 @@ export interface Organization {
   href: string; created_at: string; modified_at: string;
 }
 
+/** What a caller may do: on a User of the base Application, and to narrow an API Key of one (see README, Roles). */
+export type Role = 'admin' | 'manager' | 'auditor' | 'authenticator';
+
 export interface OrganizationBrief { id: string; name: string; custom_data: CustomData | null }
 
 /** As read back: never with its secret. */
-export interface ApiKey { id: string; name: string; description: string; status: Status; href: string }
+export interface ApiKey { id: string; name: string; description: string; status: Status; roles?: Role[]; href: string }
 /** As created or updated: with its secret. */
 export interface ApiKeyWithSecret extends ApiKey { secret: string }
 
 interface UserCommon {
   id: string; username: string; email: string; name: string; status: UserStatus; custom_data: CustomData | null;
   apikeys: ApiKey[]; href: string; created_at: string; modified_at: string;
+  /** Only on Users of the base Application. */
+  roles?: Role[];
 }
 
 /** Create, get, list all, search and authenticate: memberships as full objects. */
@@ -54,15 +59,18 @@ export interface OrganizationUpdate { name?: string; description?: string; custo
 export interface UserCreate {
   email: string; password?: string; password_hash?: string; name?: string; custom_data?: CustomData | null;
   applications: string[]; groups?: string[]; organization?: string;
+  /** Admin only; for a User of the base Application (default admin). */
+  roles?: Role[];
 }
 
-/** `applications` and `groups` add memberships; `organization` moves the User. */
+/** `applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only) replaces them. */
 export interface UserUpdate {
   email?: string; password?: string; name?: string; status?: UserStatus; custom_data?: CustomData | null;
-  organization?: string; applications?: string[]; groups?: string[];
+  organization?: string; applications?: string[]; groups?: string[]; roles?: Role[];
 }
 
-export interface ApikeyCreate { name?: string; description?: string; status?: Status }
+/** `roles` narrows the owner's for callers using the key (within the owner's roles). */
+export interface ApikeyCreate { name?: string; description?: string; status?: Status; roles?: Role[] }
 export type ApikeyUpdate = ApikeyCreate;
 
 export interface AuthenticateInput {

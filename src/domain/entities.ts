@@ -1,4 +1,6 @@
-// Entity and log-record types as stored in memory, in the log and in snapshots; imports nothing.
+// Entity and log-record types as stored in memory, in the log and in snapshots; imports only the Role type.
+
+import type { Role } from './roles.js';
 //
 // Entities are immutable values: every change makes a new object, which is what lets a snapshot
 // be written a chunk at a time while serving, and lets rendered JSON be cached per object.
@@ -48,6 +50,8 @@ export interface ApiKey {
   readonly status: Status;
   /** Random, public-safe input from which the secret is derived under the server key (src/auth/apikey-secrets.ts). */
   readonly nonce: string;
+  /** Narrows what a caller with this key may do (src/domain/roles.ts); absent: what its owner may. */
+  readonly roles?: readonly Role[];
   readonly createdAt: number;
   readonly modifiedAt: number;
 }
@@ -64,6 +68,8 @@ export interface User {
   readonly applications: readonly string[];
   readonly groups: readonly string[];
   readonly apikeys: readonly ApiKey[];
+  /** What the User may do as a caller of the base Application; absent: admin. */
+  readonly roles?: readonly Role[];
   readonly createdAt: number;
   readonly modifiedAt: number;
 }

@@ -7,6 +7,7 @@ export const errorCatalog = {
   invalid_id: { status: 400, message: 'An identifier in the path is malformed.' },
   invalid_query: { status: 400, message: 'A query parameter is invalid.' },
   unauthorized: { status: 401, message: 'Valid credentials of a User of the base Application are required.' },
+  forbidden: { status: 403, message: 'The caller\'s roles do not allow this.' },
   not_found: { status: 404, message: 'No such entity.' },
   route_not_found: { status: 404, message: 'No such route.' },
   method_not_allowed: { status: 405, message: 'The method is not allowed on this route.' },
@@ -47,8 +48,10 @@ export class DomainError extends Error {
   readonly result: Record<string, unknown> | undefined;
   /** Seconds, for 503s. */
   readonly retryAfterS: number | undefined;
+  /** For the audit line only (a 403's missing role), never sent. */
+  readonly auditReason: string | undefined;
 
-  constructor(code: ErrorCode, message?: string, extra?: { result?: Record<string, unknown>; retryAfterS?: number }) {
+  constructor(code: ErrorCode, message?: string, extra?: { result?: Record<string, unknown>; retryAfterS?: number; auditReason?: string }) {
     const limit = stacksOff();
     super(message ?? errorCatalog[code].message);
     Error.stackTraceLimit = limit;
@@ -56,9 +59,15 @@ export class DomainError extends Error {
     this.status = errorCatalog[code].status;
     this.result = extra?.result;
     this.retryAfterS = extra?.retryAfterS;
+    this.auditReason = extra?.auditReason;
   }
 }
 
 export function invalidField(field: string, why: string): DomainError {
   return new DomainError('invalid_field', `${field}: ${why}`);
+}
+
+/** A call outside the caller's roles: 403, audited with the role it lacked. */
+export function forbidden(role: string, what: string): DomainError {
+  return new DomainError('forbidden', `${what} requires the ${role} role.`, { auditReason: `lacks_role_${role}` });
 }

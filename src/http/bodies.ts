@@ -1,10 +1,11 @@
-// The request bodies of every route, as schemas: one source for validation (and, later, the OpenAPI document).
+// The request bodies of every route, as schemas: one source for validation and for the OpenAPI document.
 
 import {
   applicationsPerUserMax, descriptionCharsMax, groupsPerUserMax, ipAddressCharsMax, nameCharsMax,
   passwordBytesMax, passwordCharsMin, passwordHashCharsMax,
 } from '../config/limits.js';
 import { invalidField } from '../domain/errors.js';
+import { roleNames } from '../domain/roles.js';
 import {
   arrayOf, body, customData, email, enumOf, field, id, object, string, type Schema,
 } from '../domain/schema.js';
@@ -14,6 +15,8 @@ const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
 const name = string({ max: nameCharsMax });
 const requiredName = string({ min: 1, max: nameCharsMax, trim: true });
 const description = string({ max: descriptionCharsMax });
+/** Only an admin may give them (src/domain/roles.ts). */
+const roles = arrayOf(enumOf(roleNames), { max: roleNames.length, unique: true });
 
 /** At least passwordCharsMin characters, at most passwordBytesMax bytes of UTF-8. Never echoed in a message. */
 function password(): Schema<string> {
@@ -82,6 +85,7 @@ export const userCreate = body({
   custom_data: field(customData({ nullable: true })),
   organization: field(id()),
   ...memberships,
+  roles: field(roles),
 });
 
 export const userUpdate = body({
@@ -92,12 +96,15 @@ export const userUpdate = body({
   custom_data: field(customData({ nullable: true })),
   organization: field(id()),
   ...memberships,
+  roles: field(roles),
 });
 
 export const apikeyCreate = body({
   name: field(name),
   description: field(description),
   status: field(status),
+  /** Narrows the owner's roles for callers using this key. */
+  roles: field(roles),
 });
 
 export const apikeyUpdate = apikeyCreate;

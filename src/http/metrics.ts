@@ -7,7 +7,7 @@
 import { eventLoopDelaySampleMs } from '../config/limits.js';
 import type { PersistenceStats } from '../persist/persistence.js';
 import { Histogram } from './histogram.js';
-import { routeKey, type RouteSpec } from './pipeline.js';
+import { routeKey } from './pipeline.js';
 import type { RuntimeStats } from './runtime-stats.js';
 
 /** Latency bucket bounds in seconds: sub-millisecond for cached checks up to the multi-second tail of argon2 under load. */
@@ -140,14 +140,4 @@ export class Metrics {
     }
     return `${out.join('\n')}\n`;
   }
-}
-
-/** GET /metrics: Prometheus text, behind the same Basic credentials as every admin call. */
-export function metricsRoutes(metrics: Metrics): RouteSpec[] {
-  return [
-    {
-      method: 'GET', pattern: '/metrics',
-      handler: () => ({ result: metrics.render(), contentType: metricsContentType }),
-    },
-  ];
 }

@@ -1,34 +1,16 @@
-// The request pipeline between the adapter and the route handlers: routing, caller check, body parsing, envelope, error mapping.
+// The request pipeline between the adapter and the route handlers: routing, caller and role checks, body validation, envelope, audit, error mapping.
 
 import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
 import { bodyJsonDepthMax, unavailableRetryAfterS } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
-import { DomainError, errorCatalog, type ErrorCode } from '../domain/errors.js';
-import { joined, type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
-import { bodyNestsTooDeep } from './json-depth.js';
-import { Router, type Method } from './router.js';
+import { DomainError, errorCatalog, forbidden, type ErrorCode } from '../domain/errors.js';
+import { callerCapabilities, hasCapability, roleFor, type Role } from '../domain/roles.js';
 import type { AuditEntry } from '../service/audit.js';
-
-export interface RouteContext {
-  readonly params: Readonly<Record<string, string>>;
-  readonly query: string;
-  /** The parsed JSON body ({} when the request carried none). */
-  readonly body: unknown;
-  readonly caller: User | undefined;
-  readonly req: HttpRequest;
-}
-
-/**
- * A handler's answer: the JSON text of `result` (rendered by src/http/render.ts), or for listings too
- * large to hold as one string, `list`: result is then {"<key>": [items...]}, streamed as it is rendered.
- */
-export type RouteResult = {
-  readonly status?: number;
-  /** Send `result` as it is, with this Content-Type, instead of inside the envelope (GET /metrics, GET /openapi.json). */
-  readonly contentType?: string;
-  readonly headers?: readonly (readonly [string, string])[];
-} & ({ readonly result: BodyText; readonly list?: undefined } | { readonly list: { readonly key: string; readonly items: Iterable<string> } });
+import { type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
+import { bodyNestsTooDeep } from './json-depth.js';
+import { auditsItself, notAudited, type Caller, type RouteDecl, type RouteDeps, type RouteResult } from './route.js';
+import { Router } from './router.js';
 
 /** Characters gathered from rendered items before a chunk is handed to the socket. */
 const streamChunkChars = 64 * 1024;
@@ -61,25 +43,6 @@ function* listChunks(items: Iterable<string>, req: HttpRequest): Generator<strin
   yield `${chunk}]},"elapsed":${elapsedSeconds(req)}}}`;
 }
 
-/** A handler's answer, or the error it would have thrown: returned on hot refusal paths (`overloaded`, see src/auth/hash-pool.ts). */
-export type RouteHandler = (ctx: RouteContext) => RouteResult | OverloadedError | Promise<RouteResult | OverloadedError>;
-
-export interface RouteSpec {
-  readonly method: Method;
-  readonly pattern: string;
-  readonly handler: RouteHandler;
-  /** Answered without credentials (GET /health). */
-  readonly public?: boolean;
-  /** false for a POST that changes nothing and audits itself (POST /authenticate). */
-  readonly mutation?: false;
-  /**
-   * Answers a request it recognises by its Authorization header and its JSON body's exact bytes, before the
-   * caller check and the parse (POST /authenticate from a caller, with credentials, that passed lately),
-   * else undefined and the request takes the usual way. Only for a route that audits itself (`mutation: false`).
-   */
-  readonly recognise?: (req: HttpRequest & { readonly body: Buffer }) => RouteResult | undefined;
-}
-
 export interface PipelineDeps {
   readonly realm: string;
   /**
@@ -87,11 +50,13 @@ export interface PipelineDeps {
    * authorization the header they came in, by which a caller that passes is known next time (knownCaller).
    * A promise only when the answer has to wait (an argon2 verification, a tarpit); `overloaded` when the hash queue is full.
    */
-  caller(username: string, password: string, address: string, authorization: string): User | undefined | OverloadedError | Promise<User | undefined | OverloadedError>;
+  caller(username: string, password: string, address: string, authorization: string): Caller | undefined | OverloadedError | Promise<Caller | undefined | OverloadedError>;
   /** The caller whose check passed lately with this very Authorization header from this peer, if still valid; else undefined and caller() decides. */
-  knownCaller?(authorization: string, address: string): User | undefined;
-  /** Told one entry per mutation (every request but GETs and routes marked `mutation: false`) and per refused credential format. */
+  knownCaller?(authorization: string, address: string): Caller | undefined;
+  /** Told one entry per call of an audited route (RouteDecl.audit), per call refused for a role, and per refused credential format. */
   audit?(entry: AuditEntry): void;
+  /** What handlers work with. */
+  readonly routeDeps: RouteDeps;
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
   onUnexpected(err: unknown, req: HttpRequest): ErrorCode;
 }
@@ -172,19 +137,39 @@ export function routeKey(route: { readonly method: string; readonly pattern: str
   return `${route.method} ${route.pattern}`;
 }
 
-/** The renderer writes an entity's id first: `{"<kind>":{"id":"<id>",...`. */
-const createdPrefix = /^\{"([a-z_]+)":\{"id":"([0-9A-Za-z]+)"/;
+/** The kind of entity a path parameter names, as the audit line calls it. */
+const targetKinds: Readonly<Record<string, string>> = { appid: 'application', groupid: 'group', orgid: 'organization', userid: 'user', apikeyid: 'apikey' };
 
-/** `{"<kind>":{"id":...}}` of a create's result, as `{ <kind>: id }`; nothing for any other shape. */
-function createdId(result: BodyText): Record<string, string> {
-  const m = createdPrefix.exec(joined(result));
-  return m === null ? {} : { [m[1]!]: m[2]! };
+/** A key's roles, if the caller used a key of its User that has any. A loop, not find(): no closure per request. */
+function keyRoles(user: User, keyId: string | undefined): readonly Role[] | undefined {
+  if (keyId === undefined) return undefined;
+  for (const key of user.apikeys) if (key.id === keyId) return key.roles;
+  return undefined;
 }
 
-export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps): (req: HttpRequest) => Promise<Reply> | Reply {
-  // The `METHOD pattern` label of each route is made once here, so a reply names its route without allocating.
-  const router = new Router<{ spec: RouteSpec; key: string }>();
-  for (const route of routes) router.add({ method: route.method, pattern: route.pattern, handler: { spec: route, key: routeKey(route) } });
+/** What the caller may do now: its User's roles as they are, narrowed by its key's. */
+export function capabilitiesOfCaller(caller: Caller): number {
+  return callerCapabilities(caller.user.roles, keyRoles(caller.user, caller.keyId));
+}
+
+/** A route as served: its declaration, with what the pipeline derives from it once. */
+interface Served {
+  readonly decl: RouteDecl;
+  /** `METHOD pattern`, made once so a reply names its route without allocating. */
+  readonly key: string;
+  /** Every call writes an audit line (a change). */
+  readonly audited: boolean;
+  /** The action of this route's audit lines: its declared one, else its operationId (a read refused for a role). */
+  readonly action: string;
+}
+
+export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps): (req: HttpRequest) => Promise<Reply> | Reply {
+  const router = new Router<Served>();
+  for (const decl of routes) {
+    const action = decl.audit === notAudited || decl.audit === auditsItself ? decl.operationId : decl.audit;
+    const audited = decl.audit !== notAudited && decl.audit !== auditsItself;
+    router.add({ method: decl.method, pattern: decl.pattern, handler: { decl, key: routeKey(decl), audited, action } });
+  }
   const challenge: [string, string][] = [['WWW-Authenticate', `Basic realm="${deps.realm}", charset="UTF-8"`]];
 
   const fail = (req: HttpRequest, err: unknown): Reply => {
@@ -197,69 +182,84 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     return errorReply(req, deps.onUnexpected(err, req));
   };
 
-  /** The audit line of a mutation: path ids, plus the created entity's id for a successful POST. */
-  const auditMutation = (req: HttpRequest, key: string, params: Record<string, string>, caller: User, outcome: string, result?: BodyText): void => {
-    const targets: Record<string, string> = { ...params };
-    if (result !== undefined && req.method === 'POST') Object.assign(targets, createdId(result));
-    deps.audit?.({ action: key, caller: caller.id, targets, outcome, address: req.remoteAddress });
+  /** The audit line of a call: the path's ids by kind, plus what the handler names (a create's new id). */
+  const auditCall = (req: HttpRequest, route: Served, params: Record<string, string>, caller: Caller, outcome: string, reason?: string, more?: Readonly<Record<string, string>>): void => {
+    const targets: Record<string, string> = {};
+    for (const name in params) {
+      const kind = targetKinds[name];
+      if (kind !== undefined) targets[kind] = params[name]!;
+    }
+    if (more !== undefined) Object.assign(targets, more);
+    deps.audit?.({ action: route.action, caller: caller.user.id, targets, outcome, reason, address: req.remoteAddress });
   };
 
-  /** The reply to a request whose handler failed (or whose caller was refused), audited when it was a mutation. */
-  const failed = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined, err: unknown): Reply => {
+  /** The reply to a request whose handler failed (or whose caller was refused), audited when the route is, or when a role was lacking. */
+  const failed = (req: HttpRequest, route: Served, params: Record<string, string>, caller: Caller | undefined, err: unknown): Reply => {
     const reply = fail(req, err);
-    if (isAudited(route) && caller !== undefined) auditMutation(req, key, params, caller, err instanceof DomainError ? err.code : reply.status === 503 ? 'unavailable' : 'error');
-    return { ...reply, route: key };
+    const refused = err instanceof DomainError && err.code === 'forbidden';
+    if ((route.audited || refused) && caller !== undefined) {
+      const outcome = err instanceof DomainError ? err.code : reply.status === 503 ? 'unavailable' : 'error';
+      auditCall(req, route, params, caller, outcome, err instanceof DomainError ? err.auditReason : undefined);
+    }
+    return { ...reply, route: route.key };
   };
 
-  const isAudited = (route: RouteSpec): boolean => deps.audit !== undefined && route.method !== 'GET' && route.mutation !== false;
-
-  const respond = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined, out: RouteResult | OverloadedError): Reply => {
-    if (out instanceof OverloadedError) return failed(req, route, params, key, caller, out);
-    if (isAudited(route) && caller !== undefined) auditMutation(req, key, params, caller, 'success', out.list === undefined ? out.result : undefined);
+  const respond = (req: HttpRequest, route: Served, params: Record<string, string>, caller: Caller | undefined, out: RouteResult | OverloadedError): Reply => {
+    if (out instanceof OverloadedError) return failed(req, route, params, caller, out);
+    if (route.audited && caller !== undefined) auditCall(req, route, params, caller, 'success', undefined, out.targets);
     if (out.list !== undefined) {
       return {
         status: out.status ?? 200, headers: withNoStore(out.headers),
-        body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req), route: key,
+        body: `{"service":{"result":{${JSON.stringify(out.list.key)}:[`, stream: listChunks(out.list.items, req), route: route.key,
       };
     }
-    if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: withNoStore(out.headers), contentType: out.contentType, route: key };
-    return { status: out.status ?? 200, body: envelope(req, out.result), headers: withNoStore(out.headers), route: key };
+    if (out.contentType !== undefined) return { status: out.status ?? 200, body: out.result, headers: withNoStore(out.headers), contentType: out.contentType, route: route.key };
+    return { status: out.status ?? 200, body: envelope(req, out.result), headers: withNoStore(out.headers), route: route.key };
   };
 
-  /** Once the caller is known: the handler's reply, at once when the handler answers at once. */
-  const handle = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string, caller: User | undefined | OverloadedError): Reply | Promise<Reply> => {
-    if (caller instanceof OverloadedError) return failed(req, route, params, key, undefined, caller);
+  /** Once the caller is known: its roles, the body, then the handler; its reply at once when the handler answers at once. */
+  const handle = (req: HttpRequest, route: Served, params: Record<string, string>, caller: Caller | undefined | OverloadedError): Reply | Promise<Reply> => {
+    if (caller instanceof OverloadedError) return failed(req, route, params, undefined, caller);
+    const { decl } = route;
     try {
-      if (route.public !== true && caller === undefined) throw new DomainError('unauthorized');
-      const out = route.handler({ params, query: req.query, body: parseBody(req), caller, req });
+      let caps = 0;
+      if (decl.access !== 'public') {
+        if (caller === undefined) throw new DomainError('unauthorized');
+        caps = capabilitiesOfCaller(caller);
+        if (!hasCapability(caps, decl.access)) throw forbidden(roleFor[decl.access], `${req.method} ${decl.pattern}`);
+      }
+      const json = parseBody(req);
+      const body = decl.body === undefined ? json : decl.body.parse(json, 'body');
+      const out = decl.handler({ params, query: req.query, body, caller, caps, req, deps: deps.routeDeps });
       return out instanceof Promise
-        ? out.then((o) => respond(req, route, params, key, caller, o), (err: unknown) => failed(req, route, params, key, caller, err))
-        : respond(req, route, params, key, caller, out);
+        ? out.then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err))
+        : respond(req, route, params, caller, out);
     } catch (err) {
-      return failed(req, route, params, key, caller, err);
+      return failed(req, route, params, caller, err);
     }
   };
 
   /** Routing done: the caller check, then the handler. No promise on the way unless something has to wait. */
-  const run = (req: HttpRequest, route: RouteSpec, params: Record<string, string>, key: string): Reply | Promise<Reply> => {
-    if (route.public === true) return handle(req, route, params, key, undefined);
+  const run = (req: HttpRequest, route: Served, params: Record<string, string>): Reply | Promise<Reply> => {
+    const { decl } = route;
+    if (decl.access === 'public') return handle(req, route, params, undefined);
     try {
-      const recognised = route.recognise !== undefined && hasJsonBody(req) ? route.recognise(req) : undefined;
-      if (recognised !== undefined) return respond(req, route, params, key, undefined, recognised);
+      const recognised = decl.recognise !== undefined && hasJsonBody(req) ? decl.recognise(req, deps.routeDeps) : undefined;
+      if (recognised !== undefined) return respond(req, route, params, undefined, recognised);
       const known = deps.knownCaller?.(req.authorization, req.remoteAddress);
-      if (known !== undefined) return handle(req, route, params, key, known);
+      if (known !== undefined) return handle(req, route, params, known);
       const credentials = parseBasicAuth(req.authorization === '' ? undefined : req.authorization);
       if (credentials === null) {
         const reason = req.authorization === '' ? 'no_credentials' : 'malformed_credentials';
         deps.audit?.({ action: 'caller.authenticate', caller: null, targets: {}, outcome: 'failure', reason, address: req.remoteAddress });
-        return handle(req, route, params, key, undefined);
+        return handle(req, route, params, undefined);
       }
       const caller = deps.caller(credentials.username, credentials.password, req.remoteAddress, req.authorization);
       return caller instanceof Promise
-        ? caller.then((c) => handle(req, route, params, key, c), (err: unknown) => failed(req, route, params, key, undefined, err))
-        : handle(req, route, params, key, caller);
+        ? caller.then((c) => handle(req, route, params, c), (err: unknown) => failed(req, route, params, undefined, err))
+        : handle(req, route, params, caller);
     } catch (err) {
-      return failed(req, route, params, key, undefined, err);
+      return failed(req, route, params, undefined, err);
     }
   };
 
@@ -269,6 +269,6 @@ export function createPipeline(routes: readonly RouteSpec[], deps: PipelineDeps)
     if (match.kind === 'method_not_allowed') {
       return errorReply(req, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${match.allow}.`, { headers: [['Allow', match.allow]] });
     }
-    return run(req, match.handler.spec, match.params, match.handler.key);
+    return run(req, match.handler, match.params);
   };
 }

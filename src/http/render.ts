@@ -2,6 +2,7 @@
 
 import { renderedUsersCachedMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
+import { defaultRoles } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
 import type { State } from '../store/state.js';
 
@@ -62,9 +63,10 @@ export class Renderer {
 
   /** The secret is passed in only by the two responses the spec lets carry it (API Key create and update). */
   apikey(userId: string, key: ApiKey, secret?: string): string {
-    const out: Record<string, string> = {
+    const out: Record<string, unknown> = {
       id: key.id, name: key.name, description: key.description, status: key.status,
     };
+    if (key.roles !== undefined) out['roles'] = key.roles;
     if (secret !== undefined) out['secret'] = secret;
     out['href'] = this.apikeyHref(userId, key.id);
     return JSON.stringify(out);
@@ -77,8 +79,12 @@ export class Renderer {
     }).slice(0, -1);
   }
 
+  /** `roles` only on Users of the base Application, the only ones they apply to: absent means admin. */
   private userTail(user: User): string {
+    const base = this.state.meta?.baseApplication;
+    const roles = base !== undefined && user.applications.includes(base) ? user.roles ?? defaultRoles : undefined;
     return JSON.stringify({
+      roles,
       href: this.userHref(user.id),
       created_at: formatTimestamp(user.createdAt), modified_at: formatTimestamp(user.modifiedAt),
     }).slice(1);

@@ -40,7 +40,18 @@ export interface AttemptContext {
 interface Remembered extends KnownCaller {
   /** The State's version when the User (and Application) were last found current; -1 until the first repeat looks. */
   checkedAt: number;
+  /** The API Key the caller used, whose roles narrow its User's (src/domain/roles.ts). */
+  readonly keyId?: string | undefined;
 }
+
+/** A caller of the admin API whose credentials passed: its User and, when it used one, its API Key's id. */
+export interface CallerIdentity {
+  readonly user: User;
+  readonly keyId?: string | undefined;
+}
+
+/** What a caller check answers: the caller, undefined for every kind of failure alike, or `overloaded`. */
+export type CallerAnswer = CallerIdentity | undefined | OverloadedError;
 
 /** A POST /authenticate that passed, as remembered by its body, Authorization header and peer: what a repeat must find unchanged, and its audit line. */
 interface KnownAttempt extends Remembered {
@@ -166,11 +177,11 @@ export class Authenticator {
    * Application is not asked again: it can be neither disabled nor deleted, and the User's own
    * membership and status are part of the User object.
    */
-  knownCaller(authorization: string, peer: string): User | undefined {
+  knownCaller(authorization: string, peer: string): CallerIdentity | undefined {
     const key = this.known.key(authorization, peer);
     const entry = key === undefined ? undefined : this.known.get(key);
     if (key === undefined || entry === undefined) return undefined;
-    if (this.unchanged(entry)) return entry.user;
+    if (this.unchanged(entry)) return entry;
     this.known.forget(key);
     return undefined;
   }
@@ -215,7 +226,7 @@ export class Authenticator {
    * `overloaded` when the password needs a hash the full queue cannot take (the HTTP layer answers 503).
    * With the Authorization header the credentials came in, a caller that passes is remembered for knownCaller().
    */
-  caller(username: string, password: string, address = '', authorization?: string): Answer | Promise<Answer> {
+  caller(username: string, password: string, address = '', authorization?: string): CallerAnswer | Promise<CallerAnswer> {
     const type: CredentialType = username.includes('@') ? 'username' : 'apikey';
     const checked = this.checkAudited(type, username, password, { address }, 'caller.authenticate');
     return checked instanceof Promise
@@ -223,22 +234,23 @@ export class Authenticator {
       : this.callerOutcome(type, username, address, authorization, checked);
   }
 
-  private callerOutcome(type: CredentialType, username: string, address: string, authorization: string | undefined, checked: Checked): Answer {
+  private callerOutcome(type: CredentialType, username: string, address: string, authorization: string | undefined, checked: Checked): CallerAnswer {
     const base = this.state.meta?.baseApplication;
     const why = checked.user === undefined ? checked.reason : refusal(checked.user, base === undefined ? undefined : this.state.application(base));
     const user = why === undefined ? checked.user : undefined;
+    const caller: CallerIdentity | undefined = user === undefined ? undefined : { user, keyId: type === 'apikey' ? username : undefined };
     if (user !== undefined && authorization !== undefined && checked.ticket !== undefined) {
       const key = this.known.key(authorization, address);
-      if (key !== undefined) this.known.remember(key, { user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1 });
+      if (key !== undefined) this.known.remember(key, { user, keyId: caller!.keyId, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1 });
     }
     // An admin's repeated requests ride the verify cache like a session: audited when the password was
     // really checked (and on every failure), not once per request, which would double the log per call.
-    if (user !== undefined && checked.cached === true) return user;
+    if (caller !== undefined && checked.cached === true) return caller;
     this.guard.audit.record({
       action: 'caller.authenticate', caller: user?.id ?? null, targets: targetsOf(type, username, checked.userId),
       outcome: outcomeOf(user, checked), reason: why, address,
     });
-    return checked === shed ? overloaded : user;
+    return checked === shed ? overloaded : caller;
   }
 
   /** POST /authenticate: the User, or undefined for every kind of failure alike; `overloaded` as for caller(). */

@@ -8,6 +8,7 @@ import type {
 } from '../domain/entities.js';
 import { emailKey, normalizeEmail } from '../domain/email.js';
 import { DomainError, invalidField } from '../domain/errors.js';
+import { isAdminRoles, rolesWithin, type Role } from '../domain/roles.js';
 import type { State } from './state.js';
 
 /** Everything non-deterministic a decision needs, handed in so decisions stay testable and apply stays pure. */
@@ -57,18 +58,23 @@ function isBase(state: State, applicationId: string): boolean {
   return state.meta?.baseApplication === applicationId;
 }
 
-/** An administrator: a User of the base Application who may still sign in. */
+/** An administrator: a User of the base Application with the admin role who may still sign in. */
 function isActiveAdmin(state: State, user: User | undefined): boolean {
   const base = state.meta?.baseApplication;
-  return user !== undefined && base !== undefined && user.status !== 'DISABLED' && user.applications.includes(base);
+  return user !== undefined && base !== undefined && user.status !== 'DISABLED' && user.applications.includes(base) && isAdminRoles(user.roles);
 }
 
 /** Refuse the change that would leave nobody able to administer the service. */
 function keepOneAdmin(state: State, before: User, after: User | undefined): void {
   if (!isActiveAdmin(state, before) || isActiveAdmin(state, after)) return;
   const base = state.meta!.baseApplication;
-  const others = state.usersOfApplication(base).some((u) => u.id !== before.id && u.status !== 'DISABLED');
-  if (!others) throw new DomainError('last_admin', 'This is the last enabled User of the base Application; add another first.');
+  const others = state.usersOfApplication(base).some((u) => u.id !== before.id && isActiveAdmin(state, u));
+  if (!others) throw new DomainError('last_admin', 'This is the last enabled admin of the base Application; make another admin first.');
+}
+
+/** Roles as given, without repeats; undefined keeps what was there. */
+function withRoles<T extends { readonly roles?: readonly Role[] }>(entity: T, roles: readonly Role[] | undefined): T {
+  return roles === undefined ? entity : { ...entity, roles: [...new Set(roles)] };
 }
 
 interface Described {
@@ -176,6 +182,8 @@ export function deleteGroup(state: State, id: string): Decision<true> {
 export interface UserInput {
   email?: string; name?: string; passwordHash?: string; status?: UserStatus; custom_data?: JsonObject | null;
   applications?: string[]; groups?: string[]; organization?: string;
+  /** Only an admin may give it (checked by the caller of decide): what the User may do in the base Application. */
+  roles?: Role[];
 }
 
 /** No other User's email has the same emailKey (src/domain/email.ts) as `email`. */
@@ -265,7 +273,8 @@ export function createUser(
     passwordHash: input.passwordHash, organization: org.id, applications, groups, apikeys: [],
     createdAt: ctx.now, modifiedAt: ctx.now,
   };
-  return { ops: [...org.ops, { op: 'put', kind: 'user', value: user }], result: user };
+  const value = withRoles(user, input.roles);
+  return { ops: [...org.ops, { op: 'put', kind: 'user', value }], result: value };
 }
 
 export function updateUser(state: State, id: string, input: UserInput, ctx: DecideContext): Decision<User> {
@@ -278,7 +287,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
   const organization = input.organization === undefined
     ? old.organization
     : resolveOrganization(state, { organization: input.organization }, null, ctx).id;
-  const user: User = {
+  const user = withRoles<User>({
     ...old,
     email: input.email === undefined ? old.email : normalizeEmail(input.email),
     name: input.name ?? old.name,
@@ -287,7 +296,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
     customData: input.custom_data === undefined ? old.customData : input.custom_data,
     organization, applications, groups,
     modifiedAt: ctx.now,
-  };
+  }, input.roles);
   keepOneAdmin(state, old, user);
   return { ops: [{ op: 'put', kind: 'user', value: user }], result: user };
 }
@@ -333,7 +342,12 @@ export function rehashPassword(state: State, userId: string, oldHash: string, ne
 
 // ---- API keys ----
 
-export interface ApikeyInput { name?: string; description?: string; status?: Status }
+export interface ApikeyInput { name?: string; description?: string; status?: Status; roles?: Role[] }
+
+/** A key's roles may narrow its owner's, never widen them (they are intersected again at every use). */
+function checkKeyRoles(user: User, roles: readonly Role[] | undefined): void {
+  if (roles !== undefined && !rolesWithin(roles, user.roles)) throw invalidField('roles', 'must be within the roles of the API Key\'s User');
+}
 
 function withKey(user: User, key: ApiKey, now: number): User {
   return { ...user, apikeys: user.apikeys.map((k) => (k.id === key.id ? key : k)), modifiedAt: now };
@@ -344,12 +358,13 @@ export function createApikey(state: State, userId: string, input: ApikeyInput, c
   if (user.apikeys.length >= apikeysPerUserMax) {
     throw new DomainError('limit_exceeded', `A User may have at most ${apikeysPerUserMax} API Keys.`);
   }
+  checkKeyRoles(user, input.roles);
   let id = ctx.newApikeyId();
   while (state.userByApikey(id) !== undefined) id = ctx.newApikeyId();
-  const key: ApiKey = {
+  const key = withRoles<ApiKey>({
     id, name: input.name ?? '', description: input.description ?? '', status: input.status ?? 'ENABLED',
     nonce: ctx.newNonce(), createdAt: ctx.now, modifiedAt: ctx.now,
-  };
+  }, input.roles);
   const value: User = { ...user, apikeys: [...user.apikeys, key], modifiedAt: ctx.now };
   return { ops: [{ op: 'put', kind: 'user', value }], result: { user: value, key } };
 }
@@ -358,13 +373,14 @@ export function updateApikey(
   state: State, userId: string, keyId: string, input: ApikeyInput, ctx: DecideContext,
 ): Decision<{ user: User; key: ApiKey }> {
   const { user, key: old } = mustApikey(state, userId, keyId);
-  const key: ApiKey = {
+  checkKeyRoles(user, input.roles);
+  const key = withRoles<ApiKey>({
     ...old,
     name: input.name ?? old.name,
     description: input.description ?? old.description,
     status: input.status ?? old.status,
     modifiedAt: ctx.now,
-  };
+  }, input.roles);
   const value = withKey(user, key, ctx.now);
   return { ops: [{ op: 'put', kind: 'user', value }], result: { user: value, key } };
 }

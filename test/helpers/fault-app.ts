@@ -13,7 +13,7 @@ import { joined, type HttpRequest, type Reply } from '../../src/http/adapter.js'
 import { Metrics } from '../../src/http/metrics.js';
 import { createPipeline } from '../../src/http/pipeline.js';
 import { Renderer } from '../../src/http/render.js';
-import { allRoutes } from '../../src/http/routes/index.js';
+import { routeTable } from '../../src/http/routes/index.js';
 import { openPersistence, type Persistence } from '../../src/persist/persistence.js';
 import type { Storage } from '../../src/persist/storage.js';
 import { WalError } from '../../src/persist/wal.js';
@@ -106,10 +106,10 @@ export class InProcessApp {
     const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });
     const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence });
     const renderer = new Renderer(publicUrl, state);
-    const routes = allRoutes({ state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics });
     let app: InProcessApp | undefined;
-    const handle = createPipeline(routes, {
+    const handle = createPipeline(routeTable, {
       realm: 'authd',
+      routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics },
       audit: (entry) => audit.record(entry),
       caller: (username, password, address, authorization) => authenticator.caller(username, password, address, authorization),
       knownCaller: (authorization, address) => authenticator.knownCaller(authorization, address),
@@ -126,7 +126,7 @@ export class InProcessApp {
     persistence.setFailureListener((err) => {
       if (app !== undefined) app.logFailure = err;
     });
-    const routeList = routes.map((r) => ({ method: r.method, pattern: r.pattern, public: r.public === true }));
+    const routeList = routeTable.map((r) => ({ method: r.method, pattern: r.pattern, public: r.access === 'public' }));
     app = new InProcessApp(state, persistence, committer, authenticator, pool, opts.pool === undefined, handle, routeList);
     return app;
   }

@@ -42,6 +42,17 @@ export const userKeys = [
 ];
 export const apikeyKeys = ['id', 'name', 'description', 'status', 'href'];
 
+const roleNames = ['admin', 'manager', 'auditor', 'authenticator'];
+
+/** `roles`, where shown (base Users, API Keys made with roles), is a non-empty list of known roles without repeats. */
+function withRoles(value: unknown, keys: readonly string[], what: string): readonly string[] {
+  if (!isObject(value) || !('roles' in value)) return keys;
+  const roles = value['roles'];
+  assert.ok(Array.isArray(roles) && roles.length > 0 && roles.every((r) => roleNames.includes(r as string)), `${what}.roles: ${JSON.stringify(roles)}`);
+  assert.equal(new Set(roles).size, roles.length, `${what}.roles has no repeats`);
+  return [...keys, 'roles'];
+}
+
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -160,7 +171,7 @@ export function assertGroup(group: unknown, publicUrl: string): asserts group is
 }
 
 export function assertApikey(key: unknown, publicUrl: string, userId: string, opts: { withSecret: boolean }): asserts key is ApikeyJson {
-  assertKeys(key, opts.withSecret ? [...apikeyKeys, 'secret'] : apikeyKeys, `apikey (${opts.withSecret ? 'with' : 'without'} secret)`);
+  assertKeys(key, withRoles(key, opts.withSecret ? [...apikeyKeys, 'secret'] : apikeyKeys, 'apikey'), `apikey (${opts.withSecret ? 'with' : 'without'} secret)`);
   assert.match(key['id'] as string, apikeyIdPattern, 'apikey.id is 25 characters of [0-9A-Z]');
   assert.equal(typeof key['name'], 'string');
   assert.equal(typeof key['description'], 'string');
@@ -186,7 +197,7 @@ function assertUserCommon(user: Json, publicUrl: string): void {
 
 /** Create, get, list all, search, authenticate: memberships as full objects, the Organization in brief. */
 export function assertUserFull(user: unknown, publicUrl: string): asserts user is UserFullJson {
-  assertKeys(user, userKeys, 'user (full representation)');
+  assertKeys(user, withRoles(user, userKeys, 'user'), 'user (full representation)');
   assertUserCommon(user, publicUrl);
   assertKeys(user['organization'], ['id', 'name', 'custom_data'], 'user.organization');
   const org = user['organization'] as Json;
@@ -201,7 +212,7 @@ export function assertUserFull(user: unknown, publicUrl: string): asserts user i
 
 /** Per-Application and per-Group listings: memberships as arrays of ids. */
 export function assertUserIds(user: unknown, publicUrl: string): asserts user is UserIdsJson {
-  assertKeys(user, userKeys, 'user (listing with ids)');
+  assertKeys(user, withRoles(user, userKeys, 'user'), 'user (listing with ids)');
   assertUserCommon(user, publicUrl);
   for (const k of ['applications', 'groups']) {
     assert.ok(Array.isArray(user[k]), `user.${k} is an array`);

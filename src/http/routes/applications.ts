@@ -1,68 +1,38 @@
-// Routes of /applications: list, create, read, update, delete, and the Application's Users and Groups.
+// Routes of /applications: the shared collection routes, and the Groups of an Application.
 
+import type { Application } from '../../domain/entities.js';
 import * as decide from '../../store/decide.js';
+import type { State } from '../../store/state.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
+import { listOf, ref } from '../openapi.js';
 import { pageRequest, pageResult } from '../paging.js';
-import type { RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import { list, pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
+import { collectionRoutes } from './collections.js';
 
-export function applicationRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
-  return [
-    {
-      method: 'GET', pattern: '/applications',
-      handler: ({ query }) => {
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('applications', state.pageApplications(page.after, page.limit), (a) => renderer.application(a)) };
-        return { result: list('applications', [...state.allApplications()].map((a) => renderer.application(a))) };
-      },
-    },
-    {
-      method: 'POST', pattern: '/applications/application',
-      handler: async ({ body }) => {
-        const input = applicationCreate.parse(body, 'body');
-        const app = await committer.commit((s, ctx) => decide.createApplication(s, input, ctx));
-        return { result: keyed('application', renderer.application(app)) };
-      },
-    },
-    {
-      method: 'GET', pattern: '/applications/application/:appid',
-      handler: ({ params }) => ({ result: keyed('application', renderer.application(decide.mustApplication(state, pathId(params, 'appid')))) }),
-    },
-    {
-      method: 'PUT', pattern: '/applications/application/:appid',
-      handler: async ({ params, body }) => {
-        const id = pathId(params, 'appid');
-        decide.mustApplication(state, id);
-        const input = applicationUpdate.parse(body, 'body');
-        const app = await committer.commit((s, ctx) => decide.updateApplication(s, id, input, ctx));
-        return { result: keyed('application', renderer.application(app)) };
-      },
-    },
-    {
-      method: 'DELETE', pattern: '/applications/application/:appid',
-      handler: async ({ params }) => {
-        const id = pathId(params, 'appid');
-        await committer.commit((s) => decide.deleteApplication(s, id));
-        return { result: deletedTrue };
-      },
-    },
-    {
-      method: 'GET', pattern: '/applications/application/:appid/users',
-      handler: ({ params, query }) => {
-        const id = decide.mustApplication(state, pathId(params, 'appid')).id;
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfApplication(id, page.after, page.limit), (u) => renderer.userIds(u)) };
-        return { result: list('users', state.usersOfApplication(id).map((u) => renderer.userIds(u))) };
-      },
-    },
-    {
-      method: 'GET', pattern: '/applications/application/:appid/groups',
-      handler: ({ params, query }) => {
-        const id = decide.mustApplication(state, pathId(params, 'appid')).id;
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('groups', state.pageGroupsOfApplication(id, page.after, page.limit), (g) => renderer.group(g)) };
-        return { result: list('groups', state.groupsOfApplication(id).map((g) => renderer.group(g))) };
-      },
-    },
-  ];
+export function isBaseApplication(state: State, id: string | undefined): boolean {
+  return id !== undefined && state.meta?.baseApplication === id;
 }
+
+export const applicationRoutes: readonly RouteDecl[] = [
+  ...collectionRoutes<Application, decide.ApplicationInput, decide.ApplicationInput>({
+    kind: 'application', plural: 'applications', base: '/applications/application', param: 'appid', title: 'Application',
+    summaries: { create: 'Create an Application', delete: 'Delete a DISABLED Application without Users or Groups' },
+    createBody: applicationCreate, updateBody: applicationUpdate,
+    all: (s) => s.allApplications(), page: (s, after, limit) => s.pageApplications(after, limit), must: decide.mustApplication,
+    render: (r, a) => r.application(a), create: decide.createApplication, update: decide.updateApplication, remove: decide.deleteApplication,
+    users: (s, id) => s.usersOfApplication(id), usersPage: (s, id, after, limit) => s.pageUsersOfApplication(id, after, limit),
+    guard: (ctx: RouteContext<unknown>, { id }) => {
+      if (isBaseApplication(ctx.deps.state, id)) requireAdmin(ctx, 'Changing the base Application');
+    },
+  }),
+  route({
+    method: 'GET', pattern: '/applications/application/:appid/groups', operationId: 'listApplicationGroups', tag: 'Applications',
+    summary: 'Groups of an Application', paged: true, access: 'read', audit: 'none', result: listOf('groups', ref('Group')),
+    handler: ({ params, query, deps: { state, renderer } }) => {
+      const id = decide.mustApplication(state, pathId(params, 'appid')).id;
+      const page = pageRequest(query);
+      if (page !== undefined) return { result: pageResult('groups', state.pageGroupsOfApplication(id, page.after, page.limit), (g) => renderer.group(g)) };
+      return { result: list('groups', state.groupsOfApplication(id).map((g) => renderer.group(g))) };
+    },
+  }),
+];

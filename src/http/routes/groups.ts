@@ -1,59 +1,25 @@
-// Routes of /groups: list, create, read, update, delete, and the Group's Users.
+// Routes of /groups: the shared collection routes; Groups of the base Application are changed by admins only.
 
+import type { Group } from '../../domain/entities.js';
 import * as decide from '../../store/decide.js';
 import { groupCreate, groupUpdate } from '../bodies.js';
-import { pageRequest, pageResult } from '../paging.js';
-import type { RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import { requireAdmin, type RouteDecl } from '../route.js';
+import { isBaseApplication } from './applications.js';
+import { collectionRoutes } from './collections.js';
 
-export function groupRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
-  return [
-    {
-      method: 'GET', pattern: '/groups',
-      handler: ({ query }) => {
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('groups', state.pageGroups(page.after, page.limit), (g) => renderer.group(g)) };
-        return { result: list('groups', [...state.allGroups()].map((g) => renderer.group(g))) };
-      },
-    },
-    {
-      method: 'POST', pattern: '/groups/group',
-      handler: async ({ body }) => {
-        const input = groupCreate.parse(body, 'body');
-        const group = await committer.commit((s, ctx) => decide.createGroup(s, { ...input, name: input.name!, application: input.application! }, ctx));
-        return { result: keyed('group', renderer.group(group)) };
-      },
-    },
-    {
-      method: 'GET', pattern: '/groups/group/:groupid',
-      handler: ({ params }) => ({ result: keyed('group', renderer.group(decide.mustGroup(state, pathId(params, 'groupid')))) }),
-    },
-    {
-      method: 'PUT', pattern: '/groups/group/:groupid',
-      handler: async ({ params, body }) => {
-        const id = pathId(params, 'groupid');
-        decide.mustGroup(state, id);
-        const input = groupUpdate.parse(body, 'body');
-        const group = await committer.commit((s, ctx) => decide.updateGroup(s, id, input, ctx));
-        return { result: keyed('group', renderer.group(group)) };
-      },
-    },
-    {
-      method: 'DELETE', pattern: '/groups/group/:groupid',
-      handler: async ({ params }) => {
-        const id = pathId(params, 'groupid');
-        await committer.commit((s) => decide.deleteGroup(s, id));
-        return { result: deletedTrue };
-      },
-    },
-    {
-      method: 'GET', pattern: '/groups/group/:groupid/users',
-      handler: ({ params, query }) => {
-        const id = decide.mustGroup(state, pathId(params, 'groupid')).id;
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfGroup(id, page.after, page.limit), (u) => renderer.userIds(u)) };
-        return { result: list('users', state.usersOfGroup(id).map((u) => renderer.userIds(u))) };
-      },
-    },
-  ];
-}
+type GroupCreate = ReturnType<typeof groupCreate.parse>;
+
+export const groupRoutes: readonly RouteDecl[] = collectionRoutes<Group, GroupCreate, decide.GroupInput>({
+  kind: 'group', plural: 'groups', base: '/groups/group', param: 'groupid', title: 'Group',
+  summaries: { create: 'Create a Group in an Application', delete: 'Delete a DISABLED Group' },
+  createBody: groupCreate, updateBody: groupUpdate,
+  all: (s) => s.allGroups(), page: (s, after, limit) => s.pageGroups(after, limit), must: decide.mustGroup,
+  render: (r, g) => r.group(g),
+  create: (s, input, ctx) => decide.createGroup(s, { ...input, name: input.name!, application: input.application! }, ctx),
+  update: decide.updateGroup, remove: decide.deleteGroup,
+  users: (s, id) => s.usersOfGroup(id), usersPage: (s, id, after, limit) => s.pageUsersOfGroup(id, after, limit),
+  guard: (ctx, { id, input }) => {
+    const application = input?.application ?? (id === undefined ? undefined : ctx.deps.state.group(id)?.application);
+    if (isBaseApplication(ctx.deps.state, application)) requireAdmin(ctx, 'Changing a Group of the base Application');
+  },
+});

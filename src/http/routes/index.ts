@@ -1,27 +1,31 @@
-// Every route of the service, in one list.
+// Every route of the service, in one table: the pipeline serves it, the OpenAPI document describes it.
 
-import type { RouteSpec } from '../pipeline.js';
-import { adminRoutes } from './admin.js';
+import { openApiJson } from '../openapi.js';
+import { route, type RouteDecl } from '../route.js';
 import { apikeyRoutes } from './apikeys.js';
 import { applicationRoutes } from './applications.js';
 import { authenticateRoutes } from './authenticate.js';
-import type { RouteDeps } from './context.js';
 import { groupRoutes } from './groups.js';
-import { metricsRoutes } from '../metrics.js';
-import { openApiRoutes } from '../openapi.js';
 import { organizationRoutes } from './organizations.js';
+import { serviceRoutes } from './service.js';
 import { userRoutes } from './users.js';
 
-export function allRoutes(deps: RouteDeps): RouteSpec[] {
-  return [
-    ...authenticateRoutes(deps),
-    ...applicationRoutes(deps),
-    ...groupRoutes(deps),
-    ...userRoutes(deps),
-    ...apikeyRoutes(deps),
-    ...adminRoutes(deps),
-    ...organizationRoutes(deps),
-    ...metricsRoutes(deps.metrics),
-    ...openApiRoutes(),
-  ];
-}
+/** Rendered on first request: the document describes the whole table, itself included. */
+let openApiText: string | undefined;
+
+const openApiRoute = route({
+  method: 'GET', pattern: '/openapi.json', operationId: 'openapi', tag: 'Service', summary: 'This document',
+  access: 'public', audit: 'none', raw: 'application/json', result: { type: 'object' },
+  handler: () => ({ result: (openApiText ??= openApiJson(routeTable)), contentType: 'application/json' }),
+});
+
+export const routeTable: readonly RouteDecl[] = [
+  ...serviceRoutes,
+  openApiRoute,
+  ...authenticateRoutes,
+  ...applicationRoutes,
+  ...groupRoutes,
+  ...organizationRoutes,
+  ...userRoutes,
+  ...apikeyRoutes,
+];

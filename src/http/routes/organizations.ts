@@ -1,59 +1,20 @@
-// Routes of /organizations: list, create, read, update, delete, and the Organization's Users.
+// Routes of /organizations: the shared collection routes.
 
+import type { Organization } from '../../domain/entities.js';
 import * as decide from '../../store/decide.js';
 import { organizationCreate, organizationUpdate } from '../bodies.js';
-import { pageRequest, pageResult } from '../paging.js';
-import type { RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import type { RouteDecl } from '../route.js';
+import { collectionRoutes } from './collections.js';
 
-export function organizationRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
-  return [
-    {
-      method: 'GET', pattern: '/organizations',
-      handler: ({ query }) => {
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('organizations', state.pageOrganizations(page.after, page.limit), (o) => renderer.organization(o)) };
-        return { result: list('organizations', [...state.allOrganizations()].map((o) => renderer.organization(o))) };
-      },
-    },
-    {
-      method: 'POST', pattern: '/organizations/organization',
-      handler: async ({ body }) => {
-        const input = organizationCreate.parse(body, 'body');
-        const org = await committer.commit((s, ctx) => decide.createOrganization(s, { ...input, name: input.name! }, ctx));
-        return { result: keyed('organization', renderer.organization(org)) };
-      },
-    },
-    {
-      method: 'GET', pattern: '/organizations/organization/:orgid',
-      handler: ({ params }) => ({ result: keyed('organization', renderer.organization(decide.mustOrganization(state, pathId(params, 'orgid')))) }),
-    },
-    {
-      method: 'PUT', pattern: '/organizations/organization/:orgid',
-      handler: async ({ params, body }) => {
-        const id = pathId(params, 'orgid');
-        decide.mustOrganization(state, id);
-        const input = organizationUpdate.parse(body, 'body');
-        const org = await committer.commit((s, ctx) => decide.updateOrganization(s, id, input, ctx));
-        return { result: keyed('organization', renderer.organization(org)) };
-      },
-    },
-    {
-      method: 'DELETE', pattern: '/organizations/organization/:orgid',
-      handler: async ({ params }) => {
-        const id = pathId(params, 'orgid');
-        await committer.commit((s) => decide.deleteOrganization(s, id));
-        return { result: deletedTrue };
-      },
-    },
-    {
-      method: 'GET', pattern: '/organizations/organization/:orgid/users',
-      handler: ({ params, query }) => {
-        const id = decide.mustOrganization(state, pathId(params, 'orgid')).id;
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfOrganization(id, page.after, page.limit), (u) => renderer.userIds(u)) };
-        return { result: list('users', state.usersOfOrganization(id).map((u) => renderer.userIds(u))) };
-      },
-    },
-  ];
-}
+type OrganizationCreate = ReturnType<typeof organizationCreate.parse>;
+
+export const organizationRoutes: readonly RouteDecl[] = collectionRoutes<Organization, OrganizationCreate, decide.OrganizationInput>({
+  kind: 'organization', plural: 'organizations', base: '/organizations/organization', param: 'orgid', title: 'Organization',
+  summaries: { create: 'Create an Organization (name unique, case-insensitively)', delete: 'Delete a DISABLED Organization without Users (never the default one)' },
+  createBody: organizationCreate, updateBody: organizationUpdate,
+  all: (s) => s.allOrganizations(), page: (s, after, limit) => s.pageOrganizations(after, limit), must: decide.mustOrganization,
+  render: (r, o) => r.organization(o),
+  create: (s, input, ctx) => decide.createOrganization(s, { ...input, name: input.name! }, ctx),
+  update: decide.updateOrganization, remove: decide.deleteOrganization,
+  users: (s, id) => s.usersOfOrganization(id), usersPage: (s, id, after, limit) => s.pageUsersOfOrganization(id, after, limit),
+});

@@ -1,18 +1,23 @@
-// Routes of /users: list, search, create, read, update, delete, and removal of one membership.
+// Routes of /users: list, search, create, read, update, delete, and removal of one membership. Base-Application Users and roles are an admin's.
 
 import { validatePasswordHash } from '../../auth/hash-pool.js';
 import { searchResultsInlineMax, searchTermCharsMax } from '../../config/limits.js';
 import { foldText } from '../../domain/email.js';
+import type { User } from '../../domain/entities.js';
 import { DomainError, invalidField } from '../../domain/errors.js';
+import { hasLoneSurrogate } from '../../domain/schema.js';
 import { firstMatches, laterMatches, searchPage } from '../../service/search-slices.js';
 import { whenReady } from '../../service/when-ready.js';
 import * as decide from '../../store/decide.js';
 import type { SearchCursor } from '../../store/search.js';
-import { hasLoneSurrogate } from '../../domain/schema.js';
+import type { State } from '../../store/state.js';
 import { userCreate, userUpdate } from '../bodies.js';
+import { deleted, listOf, one, ref } from '../openapi.js';
 import { pageRequest, pageResult } from '../paging.js';
-import { streamPause, type RouteResult, type RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import { streamPause } from '../pipeline.js';
+import type { Renderer } from '../render.js';
+import { deletedTrue, keyed, list, pathId, requireAdmin, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
+import { isBaseApplication } from './applications.js';
 
 function* map<T, U>(items: Iterable<T>, fn: (item: T) => U): Generator<U> {
   for (const item of items) yield fn(item);
@@ -31,115 +36,143 @@ function searchTerm(raw: string): string {
   return foldText(term);
 }
 
-export function userRoutes({ state, committer, renderer, pool }: RouteDeps): RouteSpec[] {
-  /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
-  function* rendered(ids: readonly string[], cached: boolean): Generator<string> {
-    for (const id of ids) {
-      const user = state.user(id);
-      if (user !== undefined) yield renderer.userFull(user, cached);
-    }
+/** Users found by a search: one deleted since (slices run between other requests) is skipped. */
+function* rendered(state: State, renderer: Renderer, ids: readonly string[], cached: boolean): Generator<string> {
+  for (const id of ids) {
+    const user = state.user(id);
+    if (user !== undefined) yield renderer.userFull(user, cached);
   }
-
-  /** The matches found so far, then a slice of matching per item at most, a pause after each slice. */
-  function* streamedMatches(found: readonly string[], cursor: SearchCursor): Generator<string> {
-    yield* rendered(found, false);
-    for (const more of laterMatches(cursor)) {
-      yield* rendered(more, false);
-      yield streamPause;
-    }
-  }
-
-  return [
-    {
-      method: 'GET', pattern: '/users',
-      handler: ({ query }) => {
-        const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), (u) => renderer.userFull(u, false)) };
-        // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
-        return { list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } };
-      },
-    },
-    {
-      method: 'GET', pattern: '/users/search/:search',
-      // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
-      handler: ({ params, query }) => {
-        const page = pageRequest(query);
-        const term = searchTerm(params['search'] ?? '');
-        if (page !== undefined) {
-          return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, (u) => renderer.userFull(u)) }));
-        }
-        const cursor = state.search.cursor(term);
-        return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => {
-          // Fewer than asked for means the cursor is done: these are all.
-          if (ids.length <= searchResultsInlineMax) return { result: list('users', [...rendered(ids, true)]) };
-          // A short term can match most users: stream them like GET /users, without filling the render cache,
-          // and match the rest as the client drains them.
-          return { list: { key: 'users', items: streamedMatches(ids, cursor) } };
-        });
-      },
-    },
-    {
-      method: 'POST', pattern: '/users/user',
-      handler: async ({ body }) => {
-        const input = userCreate.parse(body, 'body');
-        const email = input.email!;
-        if (input.password !== undefined && input.password_hash !== undefined) {
-          throw invalidField('password_hash', 'give either password or password_hash, not both');
-        }
-        if (input.password === undefined && input.password_hash === undefined) throw invalidField('password', 'is required');
-        if (input.password_hash !== undefined && !validatePasswordHash(input.password_hash)) {
-          throw invalidField('password_hash', 'must be an argon2id PHC string or a bcrypt hash ($2a$, $2b$, $2y$)');
-        }
-        if (!(input.applications !== undefined && input.applications.length > 0)) {
-          throw invalidField('applications', 'a User must be associated with at least one Application');
-        }
-        // Refuse a taken email before spending a hash on it; decide() checks again at commit time.
-        if (state.userByEmail(email) !== undefined) throw new DomainError('duplicate_email', 'email: a User with this email already exists.');
-        const passwordHash = input.password_hash ?? (await pool.hashPassword(input.password!));
-        const user = await committer.commit((s, ctx) => decide.createUser(s, { ...input, email, passwordHash }, ctx));
-        return { result: keyed('user', renderer.userFull(user)) };
-      },
-    },
-    {
-      method: 'GET', pattern: '/users/user/:userid',
-      handler: ({ params }) => ({ result: keyed('user', renderer.userFullBytes(decide.mustUser(state, pathId(params, 'userid')))) }),
-    },
-    {
-      method: 'PUT', pattern: '/users/user/:userid',
-      handler: async ({ params, body }) => {
-        const id = pathId(params, 'userid');
-        decide.mustUser(state, id);
-        const input = userUpdate.parse(body, 'body');
-        const passwordHash = input.password === undefined ? undefined : await pool.hashPassword(input.password);
-        const user = await committer.commit((s, ctx) => decide.updateUser(s, id, { ...input, passwordHash }, ctx));
-        return { result: keyed('user', renderer.userFull(user)) };
-      },
-    },
-    {
-      method: 'DELETE', pattern: '/users/user/:userid',
-      handler: async ({ params }) => {
-        const id = pathId(params, 'userid');
-        await committer.commit((s) => decide.deleteUser(s, id));
-        return { result: deletedTrue };
-      },
-    },
-    {
-      method: 'DELETE', pattern: '/users/user/:userid/application/:appid',
-      handler: async ({ params }) => {
-        const userId = pathId(params, 'userid');
-        const appId = pathId(params, 'appid');
-        await committer.commit((s, ctx) => decide.removeUserApplication(s, userId, appId, ctx));
-        return { result: deletedTrue };
-      },
-    },
-    {
-      method: 'DELETE', pattern: '/users/user/:userid/group/:groupid',
-      handler: async ({ params }) => {
-        const userId = pathId(params, 'userid');
-        const groupId = pathId(params, 'groupid');
-        await committer.commit((s, ctx) => decide.removeUserGroup(s, userId, groupId, ctx));
-        return { result: deletedTrue };
-      },
-    },
-  ];
 }
+
+/** The matches found so far, then a slice of matching per item at most, a pause after each slice. */
+function* streamedMatches(state: State, renderer: Renderer, found: readonly string[], cursor: SearchCursor): Generator<string> {
+  yield* rendered(state, renderer, found, false);
+  for (const more of laterMatches(cursor)) {
+    yield* rendered(state, renderer, more, false);
+    yield streamPause;
+  }
+}
+
+export function isBaseUser(state: State, user: User): boolean {
+  const base = state.meta?.baseApplication;
+  return base !== undefined && user.applications.includes(base);
+}
+
+/** A manager changes end users; a User of the base Application (a caller of this API) and any roles are an admin's to change. */
+export function guardUserChange(ctx: RouteContext<unknown>, user: User | undefined, input?: { applications?: string[]; roles?: unknown }): void {
+  const { state } = ctx.deps;
+  if (input?.roles !== undefined) requireAdmin(ctx, 'Setting roles');
+  if (user !== undefined && isBaseUser(state, user)) requireAdmin(ctx, 'Changing a User of the base Application');
+  if (input?.applications?.some((id) => isBaseApplication(state, id)) === true) requireAdmin(ctx, 'Adding a User to the base Application');
+}
+
+const tag = 'Users';
+
+export const userRoutes: readonly RouteDecl[] = [
+  route({
+    method: 'GET', pattern: '/users', operationId: 'listUsers', tag, summary: 'List every User (full representation)', paged: true,
+    description: 'Resource intensive without `limit`: prefer paging, search or the per-Application listing.',
+    access: 'read', audit: 'none', result: listOf('users', ref('User')),
+    handler: ({ query, deps: { state, renderer } }) => {
+      const page = pageRequest(query);
+      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), (u) => renderer.userFull(u, false)) };
+      // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
+      return { list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } };
+    },
+  }),
+  route({
+    method: 'GET', pattern: '/users/search/:search', operationId: 'searchUsers', tag, paged: true,
+    summary: 'Users whose email, name, id, API Key ids or custom_data.company_name contain the term, case-insensitively',
+    access: 'read', audit: 'none', result: listOf('users', ref('User')),
+    // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
+    handler: ({ params, query, deps: { state, renderer } }) => {
+      const page = pageRequest(query);
+      const term = searchTerm(params['search'] ?? '');
+      if (page !== undefined) {
+        return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, (u) => renderer.userFull(u)) }));
+      }
+      const cursor = state.search.cursor(term);
+      return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => {
+        // Fewer than asked for means the cursor is done: these are all.
+        if (ids.length <= searchResultsInlineMax) return { result: list('users', [...rendered(state, renderer, ids, true)]) };
+        // A short term can match most users: stream them like GET /users, without filling the render cache,
+        // and match the rest as the client drains them.
+        return { list: { key: 'users', items: streamedMatches(state, renderer, ids, cursor) } };
+      });
+    },
+  }),
+  route({
+    method: 'POST', pattern: '/users/user', operationId: 'createUser', tag, summary: 'Create a User (give password or password_hash)',
+    access: 'manage', audit: 'user.create', body: userCreate, result: one('user', ref('User')),
+    handler: async (ctx) => {
+      const { body: input, deps: { state, pool, committer, renderer } } = ctx;
+      guardUserChange(ctx, undefined, input);
+      const email = input.email!;
+      if (input.password !== undefined && input.password_hash !== undefined) {
+        throw invalidField('password_hash', 'give either password or password_hash, not both');
+      }
+      if (input.password === undefined && input.password_hash === undefined) throw invalidField('password', 'is required');
+      if (input.password_hash !== undefined && !validatePasswordHash(input.password_hash)) {
+        throw invalidField('password_hash', 'must be an argon2id PHC string or a bcrypt hash ($2a$, $2b$, $2y$)');
+      }
+      if (!(input.applications !== undefined && input.applications.length > 0)) {
+        throw invalidField('applications', 'a User must be associated with at least one Application');
+      }
+      // Refuse a taken email before spending a hash on it; decide() checks again at commit time.
+      if (state.userByEmail(email) !== undefined) throw new DomainError('duplicate_email', 'email: a User with this email already exists.');
+      const passwordHash = input.password_hash ?? (await pool.hashPassword(input.password!));
+      const user = await committer.commit((s, dc) => decide.createUser(s, { ...input, email, passwordHash }, dc));
+      return { result: keyed('user', renderer.userFull(user)), targets: { user: user.id } };
+    },
+  }),
+  route({
+    method: 'GET', pattern: '/users/user/:userid', operationId: 'getUser', tag, summary: 'Read a User',
+    access: 'read', audit: 'none', result: one('user', ref('User')),
+    handler: ({ params, deps: { state, renderer } }) => ({ result: keyed('user', renderer.userFullBytes(decide.mustUser(state, pathId(params, 'userid')))) }),
+  }),
+  route({
+    method: 'PUT', pattern: '/users/user/:userid', operationId: 'updateUser', tag, summary: 'Update a User',
+    description: '`applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only) replaces its roles.',
+    access: 'manage', audit: 'user.update', body: userUpdate, result: one('user', ref('User')),
+    handler: async (ctx) => {
+      const { body: input, deps: { state, pool, committer, renderer } } = ctx;
+      const id = pathId(ctx.params, 'userid');
+      guardUserChange(ctx, decide.mustUser(state, id), input);
+      const passwordHash = input.password === undefined ? undefined : await pool.hashPassword(input.password);
+      const user = await committer.commit((s, dc) => decide.updateUser(s, id, { ...input, passwordHash }, dc));
+      return { result: keyed('user', renderer.userFull(user)) };
+    },
+  }),
+  route({
+    method: 'DELETE', pattern: '/users/user/:userid', operationId: 'deleteUser', tag, summary: 'Delete a DISABLED User',
+    access: 'manage', audit: 'user.delete', result: deleted,
+    handler: async (ctx) => {
+      const id = pathId(ctx.params, 'userid');
+      guardUserChange(ctx, ctx.deps.state.user(id));
+      await ctx.deps.committer.commit((s) => decide.deleteUser(s, id));
+      return { result: deletedTrue };
+    },
+  }),
+  route({
+    method: 'DELETE', pattern: '/users/user/:userid/application/:appid', operationId: 'removeUserApplication', tag,
+    summary: 'The User leaves an Application and its Groups', access: 'manage', audit: 'user.leave_application', result: deleted,
+    handler: async (ctx) => {
+      const userId = pathId(ctx.params, 'userid');
+      const appId = pathId(ctx.params, 'appid');
+      guardUserChange(ctx, ctx.deps.state.user(userId));
+      await ctx.deps.committer.commit((s, dc) => decide.removeUserApplication(s, userId, appId, dc));
+      return { result: deletedTrue };
+    },
+  }),
+  route({
+    method: 'DELETE', pattern: '/users/user/:userid/group/:groupid', operationId: 'removeUserGroup', tag,
+    summary: 'The User leaves a Group', access: 'manage', audit: 'user.leave_group', result: deleted,
+    handler: async (ctx) => {
+      const userId = pathId(ctx.params, 'userid');
+      const groupId = pathId(ctx.params, 'groupid');
+      guardUserChange(ctx, ctx.deps.state.user(userId));
+      await ctx.deps.committer.commit((s, dc) => decide.removeUserGroup(s, userId, groupId, dc));
+      return { result: deletedTrue };
+    },
+  }),
+];

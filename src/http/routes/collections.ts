@@ -1,0 +1,106 @@
+// The routes Applications, Groups and Organizations share, declared once for all three: list, create, read, update, delete, and the Users of one.
+
+import type { Schema } from '../../domain/schema.js';
+import type { User } from '../../domain/entities.js';
+import type { DecideContext, Decision } from '../../store/decide.js';
+import type { Page, PagePosition } from '../../store/creation-order.js';
+import type { State } from '../../store/state.js';
+import { deleted, listOf, one, ref } from '../openapi.js';
+import { pageRequest, pageResult } from '../paging.js';
+import type { Renderer } from '../render.js';
+import { deletedTrue, keyed, list, pathId, route, type RouteContext, type RouteDecl } from '../route.js';
+
+/** What differs between the three kinds. */
+export interface Collection<E extends PagePosition, C, U> {
+  /** `application`: the key of one in a result, and the audit action's prefix. */
+  readonly kind: string;
+  /** `applications`: the key of a listing. */
+  readonly plural: string;
+  /** `/applications/application`: the path of one, without its id. */
+  readonly base: string;
+  /** `appid`: the path parameter of one. */
+  readonly param: string;
+  /** `Application`: the OpenAPI tag's singular and the result schema's name. */
+  readonly title: string;
+  readonly summaries: { readonly create: string; readonly delete: string };
+  readonly createBody: Schema<C>;
+  readonly updateBody: Schema<U>;
+  all(state: State): Iterable<E>;
+  page(state: State, after: PagePosition | undefined, limit: number): Page<E>;
+  must(state: State, id: string): E;
+  render(renderer: Renderer, entity: E): string;
+  create(state: State, input: C, ctx: DecideContext): Decision<E>;
+  update(state: State, id: string, input: U, ctx: DecideContext): Decision<E>;
+  remove(state: State, id: string): Decision<true>;
+  users(state: State, id: string): User[];
+  usersPage(state: State, id: string, after: PagePosition | undefined, limit: number): Page<User>;
+  /** Refuses a change that needs more than `manage` (the base Application and its Groups need admin). */
+  guard?(ctx: RouteContext<unknown>, change: { readonly id?: string; readonly input?: C }): void;
+}
+
+export function collectionRoutes<E extends PagePosition & { readonly id: string }, C, U>(c: Collection<E, C, U>): RouteDecl[] {
+  const tag = `${c.title}s`;
+  const schema = ref(c.title);
+  const render = (ctx: RouteContext<unknown>) => (e: E): string => c.render(ctx.deps.renderer, e);
+  return [
+    route({
+      method: 'GET', pattern: `/${c.plural}`, operationId: `list${tag}`, tag, summary: `List ${tag}`, paged: true,
+      access: 'read', audit: 'none', result: listOf(c.plural, schema),
+      handler: (ctx) => {
+        const page = pageRequest(ctx.query);
+        if (page !== undefined) return { result: pageResult(c.plural, c.page(ctx.deps.state, page.after, page.limit), render(ctx)) };
+        return { result: list(c.plural, [...c.all(ctx.deps.state)].map(render(ctx))) };
+      },
+    }),
+    route<C>({
+      method: 'POST', pattern: c.base, operationId: `create${c.title}`, tag, summary: c.summaries.create,
+      access: 'manage', audit: `${c.kind}.create`, body: c.createBody, result: one(c.kind, schema),
+      handler: async (ctx) => {
+        c.guard?.(ctx, { input: ctx.body });
+        const entity = await ctx.deps.committer.commit((s, dc) => c.create(s, ctx.body, dc));
+        return { result: keyed(c.kind, c.render(ctx.deps.renderer, entity)), targets: { [c.kind]: entity.id } };
+      },
+    }),
+    route({
+      method: 'GET', pattern: `${c.base}/:${c.param}`, operationId: `get${c.title}`, tag, summary: `Read ${article(c.title)}`,
+      access: 'read', audit: 'none', result: one(c.kind, schema),
+      handler: ({ params, deps }) => ({ result: keyed(c.kind, c.render(deps.renderer, c.must(deps.state, pathId(params, c.param)))) }),
+    }),
+    route<U>({
+      method: 'PUT', pattern: `${c.base}/:${c.param}`, operationId: `update${c.title}`, tag, summary: `Update ${article(c.title)}`,
+      access: 'manage', audit: `${c.kind}.update`, body: c.updateBody, result: one(c.kind, schema),
+      handler: async (ctx) => {
+        const id = pathId(ctx.params, c.param);
+        c.must(ctx.deps.state, id);
+        c.guard?.(ctx, { id });
+        const entity = await ctx.deps.committer.commit((s, dc) => c.update(s, id, ctx.body, dc));
+        return { result: keyed(c.kind, c.render(ctx.deps.renderer, entity)) };
+      },
+    }),
+    route({
+      method: 'DELETE', pattern: `${c.base}/:${c.param}`, operationId: `delete${c.title}`, tag, summary: c.summaries.delete,
+      access: 'manage', audit: `${c.kind}.delete`, result: deleted,
+      handler: async (ctx) => {
+        const id = pathId(ctx.params, c.param);
+        c.guard?.(ctx, { id });
+        await ctx.deps.committer.commit((s) => c.remove(s, id));
+        return { result: deletedTrue };
+      },
+    }),
+    route({
+      method: 'GET', pattern: `${c.base}/:${c.param}/users`, operationId: `list${c.title}Users`, tag,
+      summary: `Users of ${article(c.title)} (memberships as ids)`, paged: true,
+      access: 'read', audit: 'none', result: listOf('users', ref('UserListed')),
+      handler: ({ params, query, deps }) => {
+        const id = c.must(deps.state, pathId(params, c.param)).id;
+        const page = pageRequest(query);
+        if (page !== undefined) return { result: pageResult('users', c.usersPage(deps.state, id, page.after, page.limit), (u) => deps.renderer.userIds(u)) };
+        return { result: list('users', c.users(deps.state, id).map((u) => deps.renderer.userIds(u))) };
+      },
+    }),
+  ];
+}
+
+function article(title: string): string {
+  return /^[AEIOU]/.test(title) ? `an ${title}` : `a ${title}`;
+}
