@@ -77,6 +77,34 @@ const entitySchemas: Record<string, JsonSchema> = {
     applications: idList, groups: idList, apikeys: { type: 'array', items: ref('ApiKey') },
     href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
   }),
+  UserMinimal: {
+    ...obj({
+      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+      custom_data: customData(true), organization: ref('OrganizationBrief'),
+      href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
+    }),
+    description: '`minimal=1` of GET /users and searches: without applications, groups and API Keys.',
+  },
+  UserListedMinimal: {
+    ...obj({
+      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+      custom_data: customData(true), organization: { type: 'string', description: 'Organization id.' },
+      href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
+    }),
+    description: '`minimal=1` of the per-Application, per-Group and per-Organization user listings.',
+  },
+  UserAuthenticated: {
+    ...obj({
+      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+      custom_data: customData(true), organization: { ...obj({ id: str, name: str }), type: ['object', 'null'] },
+      applications: { type: 'array', items: obj({ id: str, name: str, status }) },
+      groups: { type: 'array', items: obj({ id: str, name: str, status, application: str }) },
+      apikeys: { type: 'array', items: obj({ id: str, name: str, status }) },
+      href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
+    }),
+    description: 'The User of a successful POST /authenticate: its own custom_data; its memberships, Organization and API Keys ' +
+      'by id and name only (no custom_data or description: GET /groups/group/{id} has a Group\'s).',
+  },
   Error: obj({ status: { type: 'integer' }, code: { type: 'string', enum: Object.keys(errorCatalog) }, message: str }),
   ErrorEnvelope: obj({
     service: obj({
@@ -111,8 +139,8 @@ export const routeDocs: readonly RouteDoc[] = [
   {
     method: 'POST', pattern: '/authenticate', operationId: 'authenticate', tag: 'Authenticate',
     summary: 'Check a User\'s password or API Key against an Application',
-    description: 'Every failure answers `authenticated: false` alike; on success the full User comes along.',
-    body: bodies.authenticate, result: obj({ authenticated: { type: 'boolean' }, user: ref('User') }, ['authenticated']),
+    description: 'Every failure answers `authenticated: false` alike; on success the User comes along, its memberships by id and name.',
+    body: bodies.authenticate, result: obj({ authenticated: { type: 'boolean' }, user: ref('UserAuthenticated') }, ['authenticated']),
   },
   { method: 'POST', pattern: '/admin/snapshot', operationId: 'takeSnapshot', tag: 'Admin', summary: 'Write a snapshot now', result: snapshotResult },
 

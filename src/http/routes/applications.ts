@@ -2,9 +2,9 @@
 
 import * as decide from '../../store/decide.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
-import { pageRequest, pageResult } from '../paging.js';
+import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import type { RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import { deletedTrue, keyed, pathId, type RouteDeps } from './context.js';
 
 export function applicationRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
   return [
@@ -13,7 +13,7 @@ export function applicationRoutes({ state, committer, renderer }: RouteDeps): Ro
       handler: ({ query }) => {
         const page = pageRequest(query);
         if (page !== undefined) return { result: pageResult('applications', state.pageApplications(page.after, page.limit), (a) => renderer.application(a)) };
-        return { result: list('applications', [...state.allApplications()].map((a) => renderer.application(a))) };
+        return listing('applications', rendering(state.allApplications(), (a) => renderer.application(a)));
       },
     },
     {
@@ -51,8 +51,9 @@ export function applicationRoutes({ state, committer, renderer }: RouteDeps): Ro
       handler: ({ params, query }) => {
         const id = decide.mustApplication(state, pathId(params, 'appid')).id;
         const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfApplication(id, page.after, page.limit), (u) => renderer.userIds(u)) };
-        return { result: list('users', state.usersOfApplication(id).map((u) => renderer.userIds(u))) };
+        const minimal = minimalRequested(query);
+        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfApplication(id, page.after, page.limit), (u) => renderer.userIds(u, minimal)) };
+        return listing('users', rendering(state.usersOfApplication(id), (u) => renderer.userIds(u, minimal)));
       },
     },
     {
@@ -61,7 +62,7 @@ export function applicationRoutes({ state, committer, renderer }: RouteDeps): Ro
         const id = decide.mustApplication(state, pathId(params, 'appid')).id;
         const page = pageRequest(query);
         if (page !== undefined) return { result: pageResult('groups', state.pageGroupsOfApplication(id, page.after, page.limit), (g) => renderer.group(g)) };
-        return { result: list('groups', state.groupsOfApplication(id).map((g) => renderer.group(g))) };
+        return listing('groups', rendering(state.groupsOfApplication(id), (g) => renderer.group(g)));
       },
     },
   ];

@@ -13,7 +13,7 @@ const notAuthenticated = '{"authenticated":false}';
 export function authenticateRoutes({ authenticator, renderer, metrics }: RouteDeps): RouteSpec[] {
   const succeeded = (user: User, type: CredentialType): RouteResult => {
     metrics.authenticated(type, true);
-    return { result: ['{"authenticated":true,"user":', renderer.userFullBytes(user), '}'] };
+    return { result: ['{"authenticated":true,"user":', renderer.userAuthenticatedBytes(user), '}'] };
   };
   return [
     {

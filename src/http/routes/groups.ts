@@ -2,9 +2,9 @@
 
 import * as decide from '../../store/decide.js';
 import { groupCreate, groupUpdate } from '../bodies.js';
-import { pageRequest, pageResult } from '../paging.js';
+import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import type { RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import { deletedTrue, keyed, pathId, type RouteDeps } from './context.js';
 
 export function groupRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
   return [
@@ -13,7 +13,7 @@ export function groupRoutes({ state, committer, renderer }: RouteDeps): RouteSpe
       handler: ({ query }) => {
         const page = pageRequest(query);
         if (page !== undefined) return { result: pageResult('groups', state.pageGroups(page.after, page.limit), (g) => renderer.group(g)) };
-        return { result: list('groups', [...state.allGroups()].map((g) => renderer.group(g))) };
+        return listing('groups', rendering(state.allGroups(), (g) => renderer.group(g)));
       },
     },
     {
@@ -51,8 +51,9 @@ export function groupRoutes({ state, committer, renderer }: RouteDeps): RouteSpe
       handler: ({ params, query }) => {
         const id = decide.mustGroup(state, pathId(params, 'groupid')).id;
         const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfGroup(id, page.after, page.limit), (u) => renderer.userIds(u)) };
-        return { result: list('users', state.usersOfGroup(id).map((u) => renderer.userIds(u))) };
+        const minimal = minimalRequested(query);
+        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfGroup(id, page.after, page.limit), (u) => renderer.userIds(u, minimal)) };
+        return listing('users', rendering(state.usersOfGroup(id), (u) => renderer.userIds(u, minimal)));
       },
     },
   ];

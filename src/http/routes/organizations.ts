@@ -2,9 +2,9 @@
 
 import * as decide from '../../store/decide.js';
 import { organizationCreate, organizationUpdate } from '../bodies.js';
-import { pageRequest, pageResult } from '../paging.js';
+import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import type { RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
+import { deletedTrue, keyed, pathId, type RouteDeps } from './context.js';
 
 export function organizationRoutes({ state, committer, renderer }: RouteDeps): RouteSpec[] {
   return [
@@ -13,7 +13,7 @@ export function organizationRoutes({ state, committer, renderer }: RouteDeps): R
       handler: ({ query }) => {
         const page = pageRequest(query);
         if (page !== undefined) return { result: pageResult('organizations', state.pageOrganizations(page.after, page.limit), (o) => renderer.organization(o)) };
-        return { result: list('organizations', [...state.allOrganizations()].map((o) => renderer.organization(o))) };
+        return listing('organizations', rendering(state.allOrganizations(), (o) => renderer.organization(o)));
       },
     },
     {
@@ -51,8 +51,9 @@ export function organizationRoutes({ state, committer, renderer }: RouteDeps): R
       handler: ({ params, query }) => {
         const id = decide.mustOrganization(state, pathId(params, 'orgid')).id;
         const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfOrganization(id, page.after, page.limit), (u) => renderer.userIds(u)) };
-        return { result: list('users', state.usersOfOrganization(id).map((u) => renderer.userIds(u))) };
+        const minimal = minimalRequested(query);
+        if (page !== undefined) return { result: pageResult('users', state.pageUsersOfOrganization(id, page.after, page.limit), (u) => renderer.userIds(u, minimal)) };
+        return listing('users', rendering(state.usersOfOrganization(id), (u) => renderer.userIds(u, minimal)));
       },
     },
   ];

@@ -8,15 +8,12 @@ import { firstMatches, laterMatches, searchPage } from '../../service/search-sli
 import { whenReady } from '../../service/when-ready.js';
 import * as decide from '../../store/decide.js';
 import type { SearchCursor } from '../../store/search.js';
+import type { User } from '../../domain/entities.js';
 import { hasLoneSurrogate } from '../../domain/schema.js';
 import { userCreate, userUpdate } from '../bodies.js';
-import { pageRequest, pageResult } from '../paging.js';
+import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import { streamPause, type RouteResult, type RouteSpec } from '../pipeline.js';
-import { deletedTrue, keyed, list, pathId, type RouteDeps } from './context.js';
-
-function* map<T, U>(items: Iterable<T>, fn: (item: T) => U): Generator<U> {
-  for (const item of items) yield fn(item);
-}
+import { deletedTrue, keyed, pathId, type RouteDeps } from './context.js';
 
 function searchTerm(raw: string): string {
   let term: string;
@@ -32,19 +29,21 @@ function searchTerm(raw: string): string {
 }
 
 export function userRoutes({ state, committer, renderer, pool }: RouteDeps): RouteSpec[] {
+  const render = (minimal: boolean) => (user: User): string => (minimal ? renderer.userMinimal(user) : renderer.userFull(user));
+
   /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
-  function* rendered(ids: readonly string[], cached: boolean): Generator<string> {
+  function* rendered(ids: readonly string[], renderUser: (user: User) => string): Generator<string> {
     for (const id of ids) {
       const user = state.user(id);
-      if (user !== undefined) yield renderer.userFull(user, cached);
+      if (user !== undefined) yield renderUser(user);
     }
   }
 
   /** The matches found so far, then a slice of matching per item at most, a pause after each slice. */
-  function* streamedMatches(found: readonly string[], cursor: SearchCursor): Generator<string> {
-    yield* rendered(found, false);
+  function* streamedMatches(found: readonly string[], cursor: SearchCursor, renderUser: (user: User) => string): Generator<string> {
+    yield* rendered(found, renderUser);
     for (const more of laterMatches(cursor)) {
-      yield* rendered(more, false);
+      yield* rendered(more, renderUser);
       yield streamPause;
     }
   }
@@ -54,9 +53,10 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
       method: 'GET', pattern: '/users',
       handler: ({ query }) => {
         const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), (u) => renderer.userFull(u, false)) };
+        const renderUser = render(minimalRequested(query));
+        if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), renderUser) };
         // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
-        return { list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } };
+        return listing('users', rendering(state.allUsers(), renderUser));
       },
     },
     {
@@ -64,18 +64,14 @@ export function userRoutes({ state, committer, renderer, pool }: RouteDeps): Rou
       // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
       handler: ({ params, query }) => {
         const page = pageRequest(query);
+        const renderUser = render(minimalRequested(query));
         const term = searchTerm(params['search'] ?? '');
         if (page !== undefined) {
-          return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, (u) => renderer.userFull(u)) }));
+          return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, renderUser) }));
         }
         const cursor = state.search.cursor(term);
-        return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => {
-          // Fewer than asked for means the cursor is done: these are all.
-          if (ids.length <= searchResultsInlineMax) return { result: list('users', [...rendered(ids, true)]) };
-          // A short term can match most users: stream them like GET /users, without filling the render cache,
-          // and match the rest as the client drains them.
-          return { list: { key: 'users', items: streamedMatches(ids, cursor) } };
-        });
+        // A short term can match most users: past the first matches, the rest is matched as the client drains them.
+        return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => listing('users', streamedMatches(ids, cursor, renderUser)));
       },
     },
     {
