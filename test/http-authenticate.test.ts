@@ -6,7 +6,8 @@ import {
   authenticate, baseApplicationId, createApikey, createApplication, createUser, getUser, unknownId,
 } from './helpers/http-fixtures.js';
 import {
-  assertUserFull, fails, failsOnField, ok, okKey, withoutElapsed, type ApplicationJson, type UserFullJson,
+  authenticatedView, fails, failsOnField, ok, okKey, withoutElapsed, type ApplicationJson, type UserAuthenticatedJson,
+  type UserFullJson,
 } from './helpers/http-shapes.js';
 import {
   adminEmail, adminPassword, basicAuth, startServer, type Api, type HttpResult, type ServerProcess,
@@ -51,14 +52,13 @@ function credentialBody(application: string, type: string, username: string, pas
 }
 
 describe('POST /authenticate with a password', () => {
-  test('succeeds for an associated Application and carries the full User', async () => {
+  test('succeeds for an associated Application and carries the User, its memberships by id and name', async () => {
     const user = await userWithPassword([app.id], 'pw-success-1');
     const res = await authenticateRaw(credentialBody(app.id, 'username', user.email, 'pw-success-1'));
-    const result = ok<{ authenticated: boolean; user: UserFullJson }>(res);
+    const result = ok<{ authenticated: boolean; user: UserAuthenticatedJson }>(res);
     assert.deepEqual(Object.keys(result).sort(), ['authenticated', 'user']);
     assert.equal(result.authenticated, true);
-    assertUserFull(result.user, server.publicUrl);
-    assert.deepEqual(result.user, await getUser(api, user.id));
+    assert.deepEqual(result.user, authenticatedView(await getUser(api, user.id)));
   });
 
   test('the username matches the email case-insensitively', async () => {
@@ -144,14 +144,13 @@ describe('POST /authenticate failures', () => {
 });
 
 describe('POST /authenticate with an API Key', () => {
-  test('authenticates its User (full representation); DISABLED it fails; ENABLED again it passes', async () => {
+  test('authenticates its User; DISABLED it fails; ENABLED again it passes', async () => {
     const user = await userWithPassword([app.id], 'pw-key-10');
     const key = await createApikey(api, user.id);
     secretsSent.add(key.secret);
     const result = await authenticate(api, app.id, 'apikey', key.id, key.secret);
     assert.equal(result.authenticated, true);
-    assertUserFull(result.user, server.publicUrl);
-    assert.equal(result.user.id, user.id);
+    assert.deepEqual(result.user, authenticatedView(await getUser(api, user.id)));
     ok(await api.put(`/users/user/${user.id}/apikey/${key.id}`, { status: 'DISABLED' }));
     assert.equal((await authenticate(api, app.id, 'apikey', key.id, key.secret)).authenticated, false);
     ok(await api.put(`/users/user/${user.id}/apikey/${key.id}`, { status: 'ENABLED' }));

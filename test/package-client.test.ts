@@ -116,7 +116,7 @@ test('the packed client type-checks in a strict project and answers against a li
 });
 
 /** What a user of the client writes: every value typed through the package's declarations. */
-const scratchProgram = `import { AuthClient, AuthError, type AuthenticateResult, type ClientOptions, type User } from 'authd';
+const scratchProgram = `import { AuthClient, AuthError, type AuthenticateResult, type ClientOptions, type UserAuthenticated, type UserMinimal } from 'authd';
 
 const baseUrl = process.env['AUTHD_URL'];
 const username = process.env['AUTHD_USER'];
@@ -130,7 +130,9 @@ const applications = await client.applications.list();
 const base = applications[0];
 if (base === undefined) throw new Error('no Application');
 const result: AuthenticateResult = await client.authenticate({ type: 'username', application: base.id, credential: { username, password } });
-const user: User | undefined = result.user;
+const user: UserAuthenticated | undefined = result.user;
+const brief: UserMinimal[] = await client.users.list({ minimal: true });
+if (brief.length === 0) throw new Error('no User listed');
 
 let refused: [number, string] | undefined;
 try {

@@ -4,7 +4,7 @@ import type { ErrorCode } from '../domain/errors.js';
 import type {
   ApiKey, ApiKeyWithSecret, ApikeyCreate, ApikeyUpdate, Application, ApplicationCreate, ApplicationUpdate,
   AuthenticateInput, AuthenticateResult, Group, GroupCreate, GroupUpdate, Organization, OrganizationCreate,
-  OrganizationUpdate, Page, PageRequest, SnapshotResult, User, UserCreate, UserListed, UserUpdate,
+  ListOptions, OrganizationUpdate, Page, PageRequest, SnapshotResult, User, UserCreate, UserListed, UserListedMinimal, UserMinimal, UserUpdate,
 } from './types.js';
 
 /** A code of the service's catalog, or one of the client's own: the server could not be reached, or did not answer as the service does. */
@@ -74,6 +74,15 @@ const defaultTimeoutMs = 30_000;
 export interface Listing<T> {
   (): Promise<T[]>;
   (page: PageRequest): Promise<Page<T>>;
+}
+
+/** A listing of Users: `{ minimal: true }`, alone or with a page, answers them as M (without applications, groups and API Keys). */
+export interface UserListing<T, M> {
+  (): Promise<T[]>;
+  (options: ListOptions & { minimal: true }): Promise<M[]>;
+  (options: ListOptions & { minimal?: false }): Promise<T[]>;
+  (page: PageRequest & ListOptions & { minimal: true }): Promise<Page<M>>;
+  (page: PageRequest & ListOptions & { minimal?: false }): Promise<Page<T>>;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -168,16 +177,21 @@ export class AuthClient {
   }
 
   private listing<T>(key: string, path: () => string): Listing<T> {
-    const list = async (page?: PageRequest): Promise<T[] | Page<T>> => {
-      const opts: SendOptions = page === undefined ? {} : { query: { limit: page.limit, cursor: page.cursor } };
-      const result = await this.call<Record<string, unknown>>('GET', path(), opts);
+    const list = async (page?: Partial<PageRequest> & ListOptions): Promise<T[] | Page<T>> => {
+      const paged = page?.limit !== undefined;
+      const query = { limit: page?.limit, cursor: paged ? page?.cursor : undefined, minimal: page?.minimal === true ? 1 : undefined };
+      const result = await this.call<Record<string, unknown>>('GET', path(), { query });
       const items = result[key];
       if (!Array.isArray(items)) throw new AuthError(200, 'invalid_response', `GET ${path()}: the result has no "${key}" list`);
-      if (page === undefined) return items as T[];
+      if (!paged) return items as T[];
       const next = result['next'];
       return typeof next === 'string' ? { items: items as T[], next } : { items: items as T[] };
     };
     return list as Listing<T>;
+  }
+
+  private userListing<T, M>(key: string, path: () => string): UserListing<T, M> {
+    return this.listing<T>(key, path) as unknown as UserListing<T, M>;
   }
 
   /** Every item of a paged listing, fetched `limit` at a time: `for await (const u of client.paginate((p) => client.users.list(p)))`. */
@@ -226,7 +240,7 @@ export class AuthClient {
     get: (id: string): Promise<Application> => this.one('application', 'GET', `/applications/application/${seg(id)}`),
     update: (id: string, input: ApplicationUpdate): Promise<Application> => this.one('application', 'PUT', `/applications/application/${seg(id)}`, input),
     delete: (id: string): Promise<true> => this.remove(`/applications/application/${seg(id)}`),
-    users: (id: string): Listing<UserListed> => this.listing('users', () => `/applications/application/${seg(id)}/users`),
+    users: (id: string): UserListing<UserListed, UserListedMinimal> => this.userListing('users', () => `/applications/application/${seg(id)}/users`),
     groups: (id: string): Listing<Group> => this.listing('groups', () => `/applications/application/${seg(id)}/groups`),
   };
 
@@ -236,7 +250,7 @@ export class AuthClient {
     get: (id: string): Promise<Group> => this.one('group', 'GET', `/groups/group/${seg(id)}`),
     update: (id: string, input: GroupUpdate): Promise<Group> => this.one('group', 'PUT', `/groups/group/${seg(id)}`, input),
     delete: (id: string): Promise<true> => this.remove(`/groups/group/${seg(id)}`),
-    users: (id: string): Listing<UserListed> => this.listing('users', () => `/groups/group/${seg(id)}/users`),
+    users: (id: string): UserListing<UserListed, UserListedMinimal> => this.userListing('users', () => `/groups/group/${seg(id)}/users`),
   };
 
   readonly organizations = {
@@ -245,12 +259,12 @@ export class AuthClient {
     get: (id: string): Promise<Organization> => this.one('organization', 'GET', `/organizations/organization/${seg(id)}`),
     update: (id: string, input: OrganizationUpdate): Promise<Organization> => this.one('organization', 'PUT', `/organizations/organization/${seg(id)}`, input),
     delete: (id: string): Promise<true> => this.remove(`/organizations/organization/${seg(id)}`),
-    users: (id: string): Listing<UserListed> => this.listing('users', () => `/organizations/organization/${seg(id)}/users`),
+    users: (id: string): UserListing<UserListed, UserListedMinimal> => this.userListing('users', () => `/organizations/organization/${seg(id)}/users`),
   };
 
   readonly users = {
-    list: this.listing<User>('users', () => '/users'),
-    search: (term: string): Listing<User> => this.listing('users', () => `/users/search/${seg(term)}`),
+    list: this.userListing<User, UserMinimal>('users', () => '/users'),
+    search: (term: string): UserListing<User, UserMinimal> => this.userListing('users', () => `/users/search/${seg(term)}`),
     create: (input: UserCreate): Promise<User> => this.one('user', 'POST', '/users/user', input),
     get: (id: string): Promise<User> => this.one('user', 'GET', `/users/user/${seg(id)}`),
     update: (id: string, input: UserUpdate): Promise<User> => this.one('user', 'PUT', `/users/user/${seg(id)}`, input),

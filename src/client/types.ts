@@ -46,6 +46,25 @@ export interface UserListed extends UserCommon {
   organization: string; applications: string[]; groups: string[];
 }
 
+type UserBase = Omit<UserCommon, 'apikeys'>;
+
+/** `minimal` of GET /users and searches: no applications, groups or API Keys. */
+export interface UserMinimal extends UserBase { organization: OrganizationBrief }
+
+/** `minimal` of the per-Application, per-Group and per-Organization listings. */
+export interface UserListedMinimal extends UserBase { organization: string }
+
+/**
+ * The User of a successful POST /authenticate: its own custom_data, its memberships, Organization and API Keys by id
+ * and name only (never their custom_data or description; read GET /groups/group/{id} for a Group's).
+ */
+export interface UserAuthenticated extends UserBase {
+  organization: { id: string; name: string } | null;
+  applications: { id: string; name: string; status: Status }[];
+  groups: { id: string; name: string; status: Status; application: string }[];
+  apikeys: { id: string; name: string; status: Status }[];
+}
+
 export interface ApplicationCreate { name: string; description?: string; custom_data?: CustomData | null }
 export interface ApplicationUpdate { name?: string; description?: string; custom_data?: CustomData | null; status?: Status }
 
@@ -80,7 +99,7 @@ export interface AuthenticateInput {
   ip_address?: string;
 }
 
-export interface AuthenticateResult { authenticated: boolean; user?: User }
+export interface AuthenticateResult { authenticated: boolean; user?: UserAuthenticated }
 
 export interface SnapshotResult {
   taken: boolean; reason?: string;
@@ -90,8 +109,14 @@ export interface SnapshotResult {
   duration_ms?: number; event_loop_delay_max_ms?: number; event_loop_delay_p99_ms?: number;
 }
 
-/** Ask for a page: `limit` 1..1000, `cursor` from the previous page's `next`. */
+/**
+ * Ask for a page: `limit` 1..1000, `cursor` from the previous page's `next`. A page may hold fewer than `limit`
+ * items and still have a `next`: the service cuts a page at its byte budget (4 MiB of items).
+ */
 export interface PageRequest { limit: number; cursor?: string }
+
+/** User listings: `minimal: true` (`?minimal=1`) answers Users without applications, groups and API Keys. */
+export interface ListOptions { minimal?: boolean }
 
 /** One page; `next` is absent on the last one. */
 export interface Page<T> { items: T[]; next?: string }

@@ -120,9 +120,23 @@ export const snapshotEverySecondsDefault = 3600;
 export const snapshotChunkEntities = 500;
 export const snapshotsKept = 2;
 
-// Rendering
-/** Users whose full JSON is kept ready (a few MB); the hot ones are authenticated and fetched again and again. */
-export const renderedUsersCachedMax = 10_000;
+// Rendering and answer sizes (src/http/render.ts, src/http/render-cache.ts, src/http/paging.ts)
+/**
+ * User renderings kept ready as UTF-8 (GET of a User, POST /authenticate), overhead included: the hot Users are
+ * authenticated and fetched again and again. A typical one is 1-3 KB, so this keeps some ten thousand.
+ */
+export const renderCacheBytesMax = 32 * 1024 * 1024;
+/** A rendering larger than this is never kept: it would push out hundreds of others (a User in many Applications with large custom_data). */
+export const renderCacheEntryBytesMax = 256 * 1024;
+/**
+ * A page of a paged listing holds items up to this many bytes of JSON (UTF-8); the page is cut short there, and its
+ * `next` continues right after its last item. A page always carries at least one item, however large.
+ */
+export const pageBytesMax = 4 * 1024 * 1024;
+/** An unpaged listing at most this long (UTF-16 units, about one chunk of a streamed answer) is answered as one string; a longer one is streamed. */
+export const listInlineCharsMax = 64 * 1024;
+/** A streamed listing renders at most about this much (plus one item) per event-loop turn, then lets others run. */
+export const listSliceCharsMax = 1024 * 1024;
 
 // Snapshot string dictionary (src/persist/snapshot.ts, src/store/compact.ts)
 /** Distinct strings one snapshot's dictionary holds (ids that entities refer to, statuses, custom_data values); later ones are written inline. */
@@ -156,7 +170,7 @@ export const memberIndexUsersPerStep = 250;
  * costliest unit, checking a haystack (a scan for a 1- or 2-character term); a probe while intersecting is cheaper.
  */
 export const searchDocsPerSlice = 25_000;
-/** Search results rendered as one string; more are streamed like GET /users. */
+/** Matches an unpaged search finds before its answer begins; the rest are matched as the answer streams (a short answer is one string: listInlineCharsMax). */
 export const searchResultsInlineMax = 1000;
 /** How often an idle server checks whether the search index has work (stale postings to drop). */
 export const searchIndexIdleCheckMs = 200;

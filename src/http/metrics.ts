@@ -29,6 +29,8 @@ export interface MetricsSources {
   readonly persistence: { readonly stats: PersistenceStats };
   /** Collection pauses and event-loop delay, when the process observes them (main.ts starts it). */
   readonly runtime?: RuntimeStats;
+  /** Bytes held by the kept User renderings (src/http/render.ts). */
+  renderCacheBytes?(): number;
 }
 
 class RouteStats {
@@ -122,6 +124,10 @@ export class Metrics {
     gauge('authd_snapshot_last_duration_seconds', 'How long writing the most recent snapshot took.', stats.lastSnapshotMs / 1000);
     gauge('authd_snapshot_last_bytes', 'Size of the most recent snapshot.', stats.lastSnapshotBytes);
     gauge('authd_records_since_snapshot', 'Log records written since the most recent snapshot.', stats.recordsSinceSnapshot);
+
+    if (this.sources.renderCacheBytes !== undefined) {
+      gauge('authd_render_cache_bytes', 'Bytes held by kept User renderings (GET of a User, POST /authenticate), bounded by renderCacheBytesMax.', this.sources.renderCacheBytes());
+    }
 
     family('authd_entities', 'gauge', 'Entities held, by kind.');
     for (const [kind, n] of Object.entries(this.sources.counts())) out.push(`authd_entities{kind="${kind}"} ${n}`);

@@ -31,6 +31,7 @@ const roles: JsonSchema = {
   description: 'What a caller may do (admin, manager, auditor, authenticator); on an API Key, narrows its User\'s.',
 };
 const userRoles: JsonSchema = { ...roles, description: 'Only on Users of the base Application: what the User may do as a caller (admin unless narrowed).' };
+const minimalRequired = ['id', 'username', 'email', 'name', 'status', 'custom_data', 'organization', 'href', 'created_at', 'modified_at'];
 const userRequired = ['id', 'username', 'email', 'name', 'status', 'custom_data', 'organization', 'applications', 'groups', 'apikeys', 'href', 'created_at', 'modified_at'];
 
 /** The public representations of src/http/render.ts. */
@@ -65,6 +66,34 @@ const entitySchemas: Record<string, JsonSchema> = {
     applications: idList, groups: idList, apikeys: { type: 'array', items: ref('ApiKey') }, roles: userRoles,
     href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
   }, userRequired),
+  UserMinimal: {
+    ...obj({
+      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+      custom_data: customData(true), organization: ref('OrganizationBrief'),
+      roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
+    }, minimalRequired),
+    description: '`minimal=1` of GET /users and searches: without applications, groups and API Keys.',
+  },
+  UserListedMinimal: {
+    ...obj({
+      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+      custom_data: customData(true), organization: { type: 'string', description: 'Organization id.' },
+      roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
+    }, minimalRequired),
+    description: '`minimal=1` of the per-Application, per-Group and per-Organization user listings.',
+  },
+  UserAuthenticated: {
+    ...obj({
+      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+      custom_data: customData(true), organization: { ...obj({ id: str, name: str }), type: ['object', 'null'] },
+      applications: { type: 'array', items: obj({ id: str, name: str, status }) },
+      groups: { type: 'array', items: obj({ id: str, name: str, status, application: str }) },
+      apikeys: { type: 'array', items: obj({ id: str, name: str, status }) },
+      roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
+    }, userRequired),
+    description: 'The User of a successful POST /authenticate: its own custom_data; its memberships, Organization and API Keys ' +
+      'by id and name only (no custom_data or description: GET /groups/group/{id} has a Group\'s).',
+  },
   Error: obj({ status: { type: 'integer' }, code: { type: 'string', enum: Object.keys(errorCatalog) }, message: str }),
   ErrorEnvelope: obj({
     service: obj({
@@ -88,9 +117,15 @@ function parameters(doc: RouteDecl): JsonSchema[] {
       : { type: 'string', pattern: '^[0-9A-Za-z]+$', maxLength: idCharsMax };
     out.push({ name, in: 'path', required: true, schema });
   }
+  if (doc.minimal === true) {
+    out.push({
+      name: 'minimal', in: 'query', required: false, schema: { type: 'string', enum: ['1', 'true', '0', 'false'] },
+      description: '`1` or `true`: Users without applications, groups and API Keys.',
+    });
+  }
   if (doc.paged === true) {
     out.push(
-      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: pageItemsMax }, description: 'Page size. Without it the whole list is answered.' },
+      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: pageItemsMax }, description: 'Page size. Without it the whole list is answered. A page is cut short where its items would pass pageBytesMax (4 MiB), `next` then continuing after the last item sent.' },
       { name: 'cursor', in: 'query', required: false, schema: { type: 'string', maxLength: pageCursorCharsMax }, description: 'The `next` of the previous page (with the same `limit`).' },
     );
   }
@@ -112,7 +147,7 @@ const errorResponseDescriptions: Record<string, string> = {
 function errorResponses(doc: RouteDecl): Record<string, JsonSchema> {
   const use = (name: string): JsonSchema => ({ $ref: `#/components/responses/${name}` });
   const out: Record<string, JsonSchema> = {};
-  if (doc.paged === true || doc.pattern.includes(':') || doc.body !== undefined) out['400'] = use('BadRequest');
+  if (doc.paged === true || doc.minimal === true || doc.pattern.includes(':') || doc.body !== undefined) out['400'] = use('BadRequest');
   if (doc.access !== 'public') {
     out['401'] = use('Unauthorized');
     out['403'] = use('Forbidden');

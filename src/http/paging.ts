@@ -1,14 +1,17 @@
-// Paged listings: `limit` and `cursor` from the query string, the opaque cursor, and the result of one page.
+// Listings: `limit`, `cursor` and `minimal` from the query string, the opaque cursor, a page cut to its byte
+// budget, and unpaged listings rendered in bounded slices.
 //
 // A cursor names the last entity of the previous page by (created_at in µs, id): creation order is
 // strictly increasing and survives restarts, so the next page starts right after it even when that
 // entity was deleted meanwhile, and entities created later only ever add to the end. An entity that
 // existed when paging began is therefore seen exactly once (unless deleted before its page is read).
 
-import { pageCursorCharsMax, pageItemsMax } from '../config/limits.js';
+import { listInlineCharsMax, listSliceCharsMax, pageBytesMax, pageCursorCharsMax, pageItemsMax } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
 import type { Page, PagePosition } from '../store/creation-order.js';
 import { isWellFormedId } from '../store/ids.js';
+import { streamPause } from './pipeline.js';
+import type { RouteResult } from './route.js';
 
 export interface PageRequest {
   readonly limit: number;
@@ -74,10 +77,89 @@ export function pageRequest(query: string): PageRequest | undefined {
   return { limit: parseLimit(limit), after: cursor === undefined ? undefined : decodeCursor(cursor) };
 }
 
-/** `{"<key>":[...],"next":"<cursor>"}`; `next` only when more entities follow. */
+/**
+ * `{"<key>":[...],"next":"<cursor>"}`; `next` only when more entities follow. Items are rendered until the
+ * next would take the page past pageBytesMax: the page then ends there (with at least one item) and `next`
+ * names its last item, so the following page starts with the item left out.
+ */
 export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string): string {
-  const items = page.items.map(render).join(',');
-  const last = page.items[page.items.length - 1];
-  const next = page.more && last !== undefined ? `,"next":"${encodeCursor(last)}"` : '';
-  return `{"${key}":[${items}]${next}}`;
+  const items: string[] = [];
+  let bytes = 0;
+  let more = page.more;
+  for (const item of page.items) {
+    const json = render(item);
+    // +1: the comma between items.
+    bytes += Buffer.byteLength(json, 'utf8') + 1;
+    if (bytes > pageBytesMax && items.length > 0) {
+      more = true;
+      break;
+    }
+    items.push(json);
+  }
+  const last = page.items[items.length - 1];
+  const next = more && last !== undefined ? `,"next":"${encodeCursor(last)}"` : '';
+  return `{"${key}":[${items.join(',')}]${next}}`;
+}
+
+/**
+ * `minimal=1` (or `true`) on user listings and searches: Users without applications, groups and API Keys.
+ * `0`, `false` or no `minimal` ask for the usual representation; anything else is refused.
+ */
+export function minimalRequested(query: string): boolean {
+  if (query.length === 0) return false;
+  let minimal: boolean | undefined;
+  for (const pair of query.split('&')) {
+    const eq = pair.indexOf('=');
+    if ((eq === -1 ? pair : pair.slice(0, eq)) !== 'minimal') continue;
+    if (minimal !== undefined) throw invalidQuery('minimal: given more than once.');
+    const value = eq === -1 ? '' : pair.slice(eq + 1);
+    if (value === '1' || value === 'true') minimal = true;
+    else if (value === '0' || value === 'false') minimal = false;
+    else throw invalidQuery('minimal: must be 1, true, 0 or false.');
+  }
+  return minimal ?? false;
+}
+
+/**
+ * An unpaged listing of rendered items (streamPause among them from a producer that works in slices): one
+ * string when short, else streamed, the rendering then stopping for the event loop after every
+ * listSliceCharsMax. A listing of many or large items then neither builds one huge string nor holds the
+ * loop for longer than a slice (plus one item) at a time.
+ */
+export function listing(key: string, rendered: Iterable<string>): RouteResult {
+  const items = rendered[Symbol.iterator]();
+  const head: string[] = [];
+  let chars = 0;
+  for (;;) {
+    const next = items.next();
+    if (next.done === true) return { result: `{"${key}":[${head.join(',')}]}` };
+    // A producer that pauses may take many turns: stream from here.
+    if (next.value === streamPause) break;
+    head.push(next.value);
+    // +1: the comma after it. The head then fills the first chunk of a streamed answer, no more.
+    chars += next.value.length + 1;
+    if (chars > listInlineCharsMax) break;
+  }
+  return { list: { key, items: inSlices(head, items) } };
+}
+
+/** Items rendered one by one as the listing is sent, not all up front. */
+export function* rendering<T>(items: Iterable<T>, render: (item: T) => string): Generator<string> {
+  for (const item of items) yield render(item);
+}
+
+function* inSlices(head: readonly string[], rest: Iterator<string>): Generator<string> {
+  yield* head;
+  yield streamPause;
+  let chars = 0;
+  for (let next = rest.next(); next.done !== true; next = rest.next()) {
+    const item = next.value;
+    if (item === streamPause) chars = 0;
+    else chars += item.length;
+    yield item;
+    if (chars >= listSliceCharsMax) {
+      chars = 0;
+      yield streamPause;
+    }
+  }
 }

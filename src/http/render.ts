@@ -1,25 +1,54 @@
 // Explicit public representations: every field that leaves the process is chosen here; hashes and nonces cannot leak.
 
-import { renderedUsersCachedMax } from '../config/limits.js';
+import { renderCacheBytesMax, renderCacheEntryBytesMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
 import { defaultRoles } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
 import type { State } from '../store/state.js';
+import { RenderCache } from './render-cache.js';
 
 /**
- * Entities are immutable, so a rendering cached against the object itself is invalidated by any change.
- * checkedAt: the State's catalogVersion when deps were last found current; while it has not moved, they
- * still are, and a hit asks nothing else (no lookup per Application, Group and Organization per reply).
+ * The kept renderings of one User, as UTF-8. Entities are immutable, so a rendering kept against the User object
+ * itself is invalidated by any change to the User; `deps` are the Applications, Groups and Organization it showed.
+ * checkedAt: the State's catalogVersion when deps were last found current; while it has not moved, they still
+ * are, and a hit asks nothing else (no lookup per Application, Group and Organization per reply).
  */
-type FullUserCache = { readonly json: string; bytes: Buffer | undefined; readonly deps: readonly unknown[]; checkedAt: number };
+interface KeptUser {
+  /** GET of a User. */
+  full: Buffer | undefined;
+  /** POST /authenticate. */
+  authenticated: Buffer | undefined;
+  bytes: number;
+  readonly deps: readonly unknown[];
+  checkedAt: number;
+}
+
+/**
+ * UTF-8 in a buffer of its own: Buffer.from would cut a short one from a shared 8 KiB pool slab, which a kept
+ * rendering would then keep alive whole, beyond what the cache counts.
+ */
+function ownBytes(json: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json, 'utf8'));
+  bytes.write(json, 0, 'utf8');
+  return bytes;
+}
 
 export class Renderer {
+  /**
+   * One string per live Application and Group, dropped with it: bounded by what the State holds itself (about
+   * its size again), and it spares a full User rendering a JSON.stringify of every custom_data it embeds.
+   */
   private readonly applicationJson = new WeakMap<Application, string>();
   private readonly groupJson = new WeakMap<Group, string>();
-  /** Bounded (first in, first out): rendering every user once must not keep a gigabyte of JSON alive. */
-  private readonly userFullJson = new Map<User, FullUserCache>();
+  /** Bounded by bytes (renderCacheBytesMax): a User's full rendering embeds the custom_data of all its memberships. */
+  private readonly keptUsers = new RenderCache<User, KeptUser>(renderCacheBytesMax, renderCacheEntryBytesMax);
 
   constructor(private readonly publicUrl: string, private readonly state: State) {}
+
+  /** Bytes the kept User renderings hold (the metric authd_render_cache_bytes). */
+  get cacheBytes(): number {
+    return this.keptUsers.bytes;
+  }
 
   applicationHref(id: string): string { return `${this.publicUrl}/applications/application/${id}`; }
   groupHref(id: string): string { return `${this.publicUrl}/groups/group/${id}`; }
@@ -79,7 +108,7 @@ export class Renderer {
     }).slice(0, -1);
   }
 
-  /** `roles` only on Users of the base Application, the only ones they apply to: absent means admin. */
+  /** `roles` only on Users of the base Application, the only ones they apply to (admin until narrowed). */
   private userTail(user: User): string {
     const base = this.state.meta?.baseApplication;
     const roles = base !== undefined && user.applications.includes(base) ? user.roles ?? defaultRoles : undefined;
@@ -94,58 +123,103 @@ export class Renderer {
     return `[${user.apikeys.map((k) => this.apikey(user.id, k)).join(',')}]`;
   }
 
-  /**
-   * Create, get, list-all and search: applications and groups as full objects, the Organization in brief.
-   * `remember` false renders without caching (a full listing touches every user once).
-   */
-  userFull(user: User, remember = true): string {
-    const cached = this.cachedFull(user);
-    if (cached !== undefined) return cached.json;
-    const checkedAt = this.state.catalogVersion;
-    const apps = user.applications.map((id) => this.state.application(id));
-    const groups = user.groups.map((id) => this.state.group(id));
+  private organizationBrief(user: User): string {
     const org = this.state.organization(user.organization);
-    const orgJson = org === undefined
-      ? 'null'
-      : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
-    const json = `${this.userHead(user)},"organization":${orgJson}` +
-      `,"applications":[${apps.filter((a) => a !== undefined).map((a) => this.application(a)).join(',')}]` +
-      `,"groups":[${groups.filter((g) => g !== undefined).map((g) => this.group(g)).join(',')}]` +
-      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
-    if (remember) {
-      if (this.userFullJson.size >= renderedUsersCachedMax) this.userFullJson.delete(this.userFullJson.keys().next().value!);
-      this.userFullJson.set(user, { json, bytes: undefined, deps: [...apps, ...groups, org], checkedAt });
+    return org === undefined ? 'null' : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
+  }
+
+  private applicationsOf(user: User): Application[] {
+    const apps: Application[] = [];
+    for (const id of user.applications) {
+      const app = this.state.application(id);
+      if (app !== undefined) apps.push(app);
     }
-    return json;
+    return apps;
+  }
+
+  private groupsOf(user: User): Group[] {
+    const groups: Group[] = [];
+    for (const id of user.groups) {
+      const group = this.state.group(id);
+      if (group !== undefined) groups.push(group);
+    }
+    return groups;
   }
 
   /**
-   * The same as UTF-8, kept with the text once asked for: the answers of POST /authenticate and GET of a
-   * User, sent again and again, are then copied instead of encoded (a User with a few Applications and
-   * Groups is a couple of KB, a noticeable part of a recognised authentication to encode each time).
+   * Create, update, get, list-all and search: applications and groups as full objects, the Organization in brief.
+   * As large as every custom_data it embeds: listings bound it per page (src/http/paging.ts).
    */
+  userFull(user: User): string {
+    return `${this.userHead(user)},"organization":${this.organizationBrief(user)}` +
+      `,"applications":[${this.applicationsOf(user).map((a) => this.application(a)).join(',')}]` +
+      `,"groups":[${this.groupsOf(user).map((g) => this.group(g)).join(',')}]` +
+      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+  }
+
+  /**
+   * The answer of POST /authenticate: the User and its own custom_data, its memberships by id, name and status
+   * (a Group also by its Application), its Organization and API Keys by id and name (keys with their status).
+   * No custom_data or description of anything else: an authentication answers at high rate, and embedding
+   * every Application's and Group's custom_data made one answer megabytes; a client that needs a Group's
+   * custom_data reads GET /groups/group/{id}.
+   */
+  userAuthenticated(user: User): string {
+    const org = this.state.organization(user.organization);
+    const apps = this.applicationsOf(user).map((a) => JSON.stringify({ id: a.id, name: a.name, status: a.status }));
+    const groups = this.groupsOf(user).map((g) => JSON.stringify({ id: g.id, name: g.name, status: g.status, application: g.application }));
+    const keys = user.apikeys.map((k) => JSON.stringify({ id: k.id, name: k.name, status: k.status }));
+    return `${this.userHead(user)},"organization":${org === undefined ? 'null' : JSON.stringify({ id: org.id, name: org.name })}` +
+      `,"applications":[${apps.join(',')}],"groups":[${groups.join(',')}],"apikeys":[${keys.join(',')}],${this.userTail(user)}`;
+  }
+
+  /** `?minimal=1` of GET /users and searches: the full representation without applications, groups and API Keys. */
+  userMinimal(user: User): string {
+    return `${this.userHead(user)},"organization":${this.organizationBrief(user)},${this.userTail(user)}`;
+  }
+
+  /** userFull as UTF-8, kept: GET of a User is answered again and again (a copy instead of a rendering and an encoding). */
   userFullBytes(user: User): Buffer {
-    let cached = this.cachedFull(user);
-    if (cached === undefined) {
-      this.userFull(user);
-      cached = this.userFullJson.get(user)!;
-    }
-    cached.bytes ??= Buffer.from(cached.json, 'utf8');
-    return cached.bytes;
+    const kept = this.kept(user);
+    if (kept.full !== undefined) return kept.full;
+    const bytes = ownBytes(this.userFull(user));
+    kept.full = bytes;
+    kept.bytes += bytes.length;
+    this.keptUsers.keep(user, kept);
+    return bytes;
   }
 
-  /** The kept rendering of this User, if what it shows is still current. */
-  private cachedFull(user: User): FullUserCache | undefined {
-    const cached = this.userFullJson.get(user);
-    if (cached === undefined) return undefined;
+  /** userAuthenticated as UTF-8, kept: the hot path of a recognised authentication copies it and encodes nothing. */
+  userAuthenticatedBytes(user: User): Buffer {
+    const kept = this.kept(user);
+    if (kept.authenticated !== undefined) return kept.authenticated;
+    const bytes = ownBytes(this.userAuthenticated(user));
+    kept.authenticated = bytes;
+    kept.bytes += bytes.length;
+    this.keptUsers.keep(user, kept);
+    return bytes;
+  }
+
+  /** The kept renderings of this User if what they show is still current, else a new empty entry (kept once it holds one). */
+  private kept(user: User): KeptUser {
+    const kept = this.keptUsers.get(user);
     const version = this.state.catalogVersion;
-    if (cached.checkedAt === version) return cached;
-    if (!this.depsCurrent(user, cached.deps)) return undefined;
-    cached.checkedAt = version;
-    return cached;
+    if (kept !== undefined) {
+      if (kept.checkedAt === version) return kept;
+      if (this.depsCurrent(user, kept.deps)) {
+        kept.checkedAt = version;
+        return kept;
+      }
+      this.keptUsers.delete(user);
+    }
+    const deps: unknown[] = [];
+    for (const id of user.applications) deps.push(this.state.application(id));
+    for (const id of user.groups) deps.push(this.state.group(id));
+    deps.push(this.state.organization(user.organization));
+    return { full: undefined, authenticated: undefined, bytes: 0, deps, checkedAt: version };
   }
 
-  /** Whether the Applications, Groups and Organization a cached rendering used are still the current objects (no allocation: a hit is the hot path). */
+  /** Whether the Applications, Groups and Organization a kept rendering used are still the current objects (no allocation: a hit is the hot path). */
   private depsCurrent(user: User, deps: readonly unknown[]): boolean {
     const apps = user.applications;
     const groups = user.groups;
@@ -155,10 +229,14 @@ export class Renderer {
     return deps[deps.length - 1] === this.state.organization(user.organization);
   }
 
-  /** Per-Application, per-Group and per-Organization listings: memberships as ids. */
-  userIds(user: User): string {
-    return `${this.userHead(user)},"organization":${JSON.stringify(user.organization)}` +
-      `,"applications":${JSON.stringify(user.applications)},"groups":${JSON.stringify(user.groups)}` +
+  /**
+   * Per-Application, per-Group and per-Organization listings: memberships as ids; with `minimal`, without
+   * applications, groups and API Keys.
+   */
+  userIds(user: User, minimal = false): string {
+    const org = `${this.userHead(user)},"organization":${JSON.stringify(user.organization)}`;
+    if (minimal) return `${org},${this.userTail(user)}`;
+    return `${org},"applications":${JSON.stringify(user.applications)},"groups":${JSON.stringify(user.groups)}` +
       `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
   }
 }

@@ -85,6 +85,8 @@ export interface RouteDecl<B = unknown> {
   readonly result: JsonSchema;
   /** Takes `limit` and `cursor`. */
   readonly paged?: boolean;
+  /** Takes `minimal` (users without memberships and API Keys). */
+  readonly minimal?: boolean;
   /** Answered outside the envelope with this media type. */
   readonly raw?: string;
   readonly handler: RouteHandler<B>;
@@ -119,10 +121,6 @@ export function pathId(params: Readonly<Record<string, string>>, name: string): 
 /** `{"<key>":<json>}` in pieces, so a large cached json is not copied into a new string (BodyText, src/http/adapter.ts). */
 export function keyed(key: string, json: BodyPiece): readonly BodyPiece[] {
   return [`{"${key}":`, json, '}'];
-}
-
-export function list(key: string, items: readonly string[]): string {
-  return `{"${key}":[${items.join(',')}]}`;
 }
 
 export const deletedTrue = '{"deleted":true}';

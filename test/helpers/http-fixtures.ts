@@ -4,7 +4,7 @@ import type {
   ApikeyCreate, ApplicationCreate, GroupCreate, UserCreate,
 } from '../../src/client/index.js';
 import { adminEmail, type Api } from './server.js';
-import type { ApikeyJson, ApplicationJson, GroupJson, Json, UserFullJson } from './http-shapes.js';
+import type { ApikeyJson, ApplicationJson, GroupJson, Json, UserAuthenticatedJson, UserFullJson } from './http-shapes.js';
 
 let counter = 0;
 
@@ -63,8 +63,8 @@ export async function baseApplicationId(api: Api): Promise<string> {
 /** POST /authenticate; returns the whole result. */
 export async function authenticate(
   api: Api, application: string, type: 'username' | 'apikey', username: string, password: string,
-): Promise<{ authenticated: boolean; user?: UserFullJson }> {
-  return api.client.authenticate({ type, application, credential: { username, password } });
+): Promise<{ authenticated: boolean; user?: UserAuthenticatedJson }> {
+  return api.client.authenticate({ type, application, credential: { username, password } }) as Promise<{ authenticated: boolean; user?: UserAuthenticatedJson }>;
 }
 
 /** A well-formed id that names nothing. */

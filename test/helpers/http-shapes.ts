@@ -34,6 +34,28 @@ export interface UserIdsJson {
   href: string; created_at: string; modified_at: string;
 }
 
+/** What POST /authenticate answers of a User: no custom_data or description of its memberships, keys and Organization. */
+export interface UserAuthenticatedJson {
+  id: string; username: string; email: string; name: string; status: string; custom_data: Json | null;
+  organization: { id: string; name: string } | null;
+  applications: { id: string; name: string; status: string }[];
+  groups: { id: string; name: string; status: string; application: string }[];
+  apikeys: { id: string; name: string; status: string }[];
+  href: string; created_at: string; modified_at: string;
+}
+
+/** The full representation (GET of a User) cut down to what POST /authenticate answers. */
+export function authenticatedView(user: UserFullJson): UserAuthenticatedJson {
+  return {
+    id: user.id, username: user.username, email: user.email, name: user.name, status: user.status, custom_data: user.custom_data,
+    organization: { id: user.organization.id, name: user.organization.name },
+    applications: user.applications.map((a) => ({ id: a.id, name: a.name, status: a.status })),
+    groups: user.groups.map((g) => ({ id: g.id, name: g.name, status: g.status, application: g.application })),
+    apikeys: user.apikeys.map((k) => ({ id: k.id, name: k.name, status: k.status })),
+    href: user.href, created_at: user.created_at, modified_at: user.modified_at,
+  };
+}
+
 export const applicationKeys = ['id', 'name', 'description', 'custom_data', 'status', 'href', 'created_at', 'modified_at'];
 export const groupKeys = ['id', 'name', 'description', 'custom_data', 'status', 'application', 'href', 'created_at', 'modified_at'];
 export const userKeys = [

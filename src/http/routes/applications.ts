@@ -5,8 +5,8 @@ import * as decide from '../../store/decide.js';
 import type { State } from '../../store/state.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
 import { listOf, ref } from '../openapi.js';
-import { pageRequest, pageResult } from '../paging.js';
-import { list, pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
+import { listing, pageRequest, pageResult, rendering } from '../paging.js';
+import { pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
 import { collectionRoutes } from './collections.js';
 
 export function isBaseApplication(state: State, id: string | undefined): boolean {
@@ -32,7 +32,7 @@ export const applicationRoutes: readonly RouteDecl[] = [
       const id = decide.mustApplication(state, pathId(params, 'appid')).id;
       const page = pageRequest(query);
       if (page !== undefined) return { result: pageResult('groups', state.pageGroupsOfApplication(id, page.after, page.limit), (g) => renderer.group(g)) };
-      return { result: list('groups', state.groupsOfApplication(id).map((g) => renderer.group(g))) };
+      return listing('groups', rendering(state.groupsOfApplication(id), (g) => renderer.group(g)));
     },
   }),
 ];

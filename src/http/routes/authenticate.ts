@@ -12,17 +12,17 @@ const notAuthenticated = '{"authenticated":false}';
 
 function succeeded({ renderer, metrics }: RouteDeps, user: User, type: CredentialType): RouteResult {
   metrics.authenticated(type, true);
-  return { result: ['{"authenticated":true,"user":', renderer.userFullBytes(user), '}'] };
+  return { result: ['{"authenticated":true,"user":', renderer.userAuthenticatedBytes(user), '}'] };
 }
 
 export const authenticateRoutes: readonly RouteDecl[] = [
   route({
     method: 'POST', pattern: '/authenticate', operationId: 'authenticate', tag: 'Authenticate',
     summary: 'Check a User\'s password or API Key against an Application',
-    description: 'Every failure answers `authenticated: false` alike; on success the full User comes along.',
+    description: 'Every failure answers `authenticated: false` alike; on success the User comes along, its memberships by id and name.',
     // Changes nothing; the Authenticator writes its audit line (with the end user's outcome).
     access: 'authenticate', audit: auditsItself, body: authenticate,
-    result: obj({ authenticated: { type: 'boolean' }, user: ref('User') }, ['authenticated']),
+    result: obj({ authenticated: { type: 'boolean' }, user: ref('UserAuthenticated') }, ['authenticated']),
     recognise: (req, deps) => {
       const known = deps.authenticator.recognised(req.body, req.authorization, req.remoteAddress);
       if (known === undefined) return undefined;

@@ -6,9 +6,9 @@ import type { DecideContext, Decision } from '../../store/decide.js';
 import type { Page, PagePosition } from '../../store/creation-order.js';
 import type { State } from '../../store/state.js';
 import { deleted, listOf, one, ref } from '../openapi.js';
-import { pageRequest, pageResult } from '../paging.js';
+import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import type { Renderer } from '../render.js';
-import { deletedTrue, keyed, list, pathId, route, type RouteContext, type RouteDecl } from '../route.js';
+import { deletedTrue, keyed, pathId, route, type RouteContext, type RouteDecl } from '../route.js';
 
 /** What differs between the three kinds. */
 export interface Collection<E extends PagePosition, C, U> {
@@ -49,7 +49,7 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
       handler: (ctx) => {
         const page = pageRequest(ctx.query);
         if (page !== undefined) return { result: pageResult(c.plural, c.page(ctx.deps.state, page.after, page.limit), render(ctx)) };
-        return { result: list(c.plural, [...c.all(ctx.deps.state)].map(render(ctx))) };
+        return listing(c.plural, rendering(c.all(ctx.deps.state), render(ctx)));
       },
     }),
     route<C>({
@@ -89,13 +89,14 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
     }),
     route({
       method: 'GET', pattern: `${c.base}/:${c.param}/users`, operationId: `list${c.title}Users`, tag,
-      summary: `Users of ${article(c.title)} (memberships as ids)`, paged: true,
-      access: 'read', audit: 'none', result: listOf('users', ref('UserListed')),
+      summary: `Users of ${article(c.title)} (memberships as ids)`, paged: true, minimal: true,
+      access: 'read', audit: 'none', result: listOf('users', { oneOf: [ref('UserListed'), ref('UserListedMinimal')] }),
       handler: ({ params, query, deps }) => {
         const id = c.must(deps.state, pathId(params, c.param)).id;
         const page = pageRequest(query);
-        if (page !== undefined) return { result: pageResult('users', c.usersPage(deps.state, id, page.after, page.limit), (u) => deps.renderer.userIds(u)) };
-        return { result: list('users', c.users(deps.state, id).map((u) => deps.renderer.userIds(u))) };
+        const minimal = minimalRequested(query);
+        if (page !== undefined) return { result: pageResult('users', c.usersPage(deps.state, id, page.after, page.limit), (u) => deps.renderer.userIds(u, minimal)) };
+        return listing('users', rendering(c.users(deps.state, id), (u) => deps.renderer.userIds(u, minimal)));
       },
     }),
   ];

@@ -13,15 +13,11 @@ import type { SearchCursor } from '../../store/search.js';
 import type { State } from '../../store/state.js';
 import { userCreate, userUpdate } from '../bodies.js';
 import { deleted, listOf, one, ref } from '../openapi.js';
-import { pageRequest, pageResult } from '../paging.js';
+import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import { streamPause } from '../pipeline.js';
 import type { Renderer } from '../render.js';
-import { deletedTrue, keyed, list, pathId, requireAdmin, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
+import { deletedTrue, keyed, pathId, requireAdmin, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
 import { isBaseApplication } from './applications.js';
-
-function* map<T, U>(items: Iterable<T>, fn: (item: T) => U): Generator<U> {
-  for (const item of items) yield fn(item);
-}
 
 function searchTerm(raw: string): string {
   let term: string;
@@ -36,19 +32,26 @@ function searchTerm(raw: string): string {
   return foldText(term);
 }
 
+type RenderUser = (user: User) => string;
+
+/** The full representation, or with `minimal=1` one without memberships and API Keys. */
+function userRenderer(renderer: Renderer, query: string): RenderUser {
+  return minimalRequested(query) ? (u) => renderer.userMinimal(u) : (u) => renderer.userFull(u);
+}
+
 /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
-function* rendered(state: State, renderer: Renderer, ids: readonly string[], cached: boolean): Generator<string> {
+function* rendered(state: State, ids: readonly string[], render: RenderUser): Generator<string> {
   for (const id of ids) {
     const user = state.user(id);
-    if (user !== undefined) yield renderer.userFull(user, cached);
+    if (user !== undefined) yield render(user);
   }
 }
 
 /** The matches found so far, then a slice of matching per item at most, a pause after each slice. */
-function* streamedMatches(state: State, renderer: Renderer, found: readonly string[], cursor: SearchCursor): Generator<string> {
-  yield* rendered(state, renderer, found, false);
+function* streamedMatches(state: State, found: readonly string[], cursor: SearchCursor, render: RenderUser): Generator<string> {
+  yield* rendered(state, found, render);
   for (const more of laterMatches(cursor)) {
-    yield* rendered(state, renderer, more, false);
+    yield* rendered(state, more, render);
     yield streamPause;
   }
 }
@@ -70,35 +73,32 @@ const tag = 'Users';
 
 export const userRoutes: readonly RouteDecl[] = [
   route({
-    method: 'GET', pattern: '/users', operationId: 'listUsers', tag, summary: 'List every User (full representation)', paged: true,
+    method: 'GET', pattern: '/users', operationId: 'listUsers', tag, summary: 'List every User (full representation)', paged: true, minimal: true,
     description: 'Resource intensive without `limit`: prefer paging, search or the per-Application listing.',
-    access: 'read', audit: 'none', result: listOf('users', ref('User')),
+    access: 'read', audit: 'none', result: listOf('users', { oneOf: [ref('User'), ref('UserMinimal')] }),
     handler: ({ query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
-      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), (u) => renderer.userFull(u, false)) };
+      const render = userRenderer(renderer, query);
+      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), render) };
       // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
-      return { list: { key: 'users', items: map(state.allUsers(), (u) => renderer.userFull(u, false)) } };
+      return listing('users', rendering(state.allUsers(), render));
     },
   }),
   route({
-    method: 'GET', pattern: '/users/search/:search', operationId: 'searchUsers', tag, paged: true,
+    method: 'GET', pattern: '/users/search/:search', operationId: 'searchUsers', tag, paged: true, minimal: true,
     summary: 'Users whose email, name, id, API Key ids or custom_data.company_name contain the term, case-insensitively',
-    access: 'read', audit: 'none', result: listOf('users', ref('User')),
+    access: 'read', audit: 'none', result: listOf('users', { oneOf: [ref('User'), ref('UserMinimal')] }),
     // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
     handler: ({ params, query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
+      const render = userRenderer(renderer, query);
       const term = searchTerm(params['search'] ?? '');
       if (page !== undefined) {
-        return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, (u) => renderer.userFull(u)) }));
+        return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, render) }));
       }
       const cursor = state.search.cursor(term);
-      return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => {
-        // Fewer than asked for means the cursor is done: these are all.
-        if (ids.length <= searchResultsInlineMax) return { result: list('users', [...rendered(state, renderer, ids, true)]) };
-        // A short term can match most users: stream them like GET /users, without filling the render cache,
-        // and match the rest as the client drains them.
-        return { list: { key: 'users', items: streamedMatches(state, renderer, ids, cursor) } };
-      });
+      // A short term can match most users: past the first matches, the rest is matched as the client drains them.
+      return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => listing('users', streamedMatches(state, ids, cursor, render)));
     },
   }),
   route({

@@ -1,0 +1,50 @@
+// The byte-bounded cache of kept User renderings: the total never passes its bound, oldest go first, an entry too large is never kept.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { RenderCache } from '../src/http/render-cache.js';
+
+interface Entry { bytes: number }
+
+test('the bytes held stay under the bound as entries come and grow; the oldest go first', () => {
+  const cache = new RenderCache<string, Entry>(10_000, 3_000);
+  for (let i = 0; i < 100; i++) {
+    cache.keep(`k${i}`, { bytes: 1_000 + (i % 7) * 200 });
+    assert.ok(cache.bytes <= 10_000, `${cache.bytes} after ${i + 1}`);
+  }
+  assert.ok(cache.bytes > 5_000, 'it keeps what fits');
+  assert.equal(cache.get('k0'), undefined, 'the oldest went first');
+  assert.ok(cache.get('k99') !== undefined, 'the newest is kept');
+  // An entry that grows (a second rendering added) is charged again, and others make room.
+  const grown = cache.get('k99')!;
+  grown.bytes += 1_500;
+  cache.keep('k99', grown);
+  assert.ok(cache.bytes <= 10_000);
+  assert.equal(cache.get('k99'), grown);
+});
+
+test('an entry over entryBytesMax is not kept, nor is one that grows past it', () => {
+  const cache = new RenderCache<string, Entry>(10_000, 3_000);
+  cache.keep('big', { bytes: 3_001 });
+  assert.equal(cache.get('big'), undefined);
+  assert.equal(cache.bytes, 0);
+  const entry = { bytes: 2_000 };
+  cache.keep('growing', entry);
+  assert.equal(cache.get('growing'), entry);
+  entry.bytes = 3_500;
+  cache.keep('growing', entry);
+  assert.equal(cache.get('growing'), undefined);
+  assert.equal(cache.bytes, 0);
+});
+
+test('a new value under a kept key replaces it and its charge; delete gives its bytes back', () => {
+  const cache = new RenderCache<string, Entry>(10_000, 3_000);
+  cache.keep('a', { bytes: 1_000 });
+  const before = cache.bytes;
+  cache.keep('a', { bytes: 2_000 });
+  assert.equal(cache.bytes, before + 1_000);
+  assert.equal(cache.size, 1);
+  cache.delete('a');
+  assert.equal(cache.bytes, 0);
+  assert.equal(cache.size, 0);
+});
