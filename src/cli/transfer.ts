@@ -1,15 +1,16 @@
-// The export format, JSON lines: a header, then one entity per line (meta, organizations, applications, groups, users); and parsing it back.
+// The export format, JSON lines: a header, then one entity per line (meta, organizations, applications, groups, users); reading it back as records decided like the API's.
 //
 // Entities keep their ids, times and password hashes; API Keys keep their nonces, so their secrets
 // stay the same under the same server key. Lines of users from another system may leave out id,
 // times, status and organization (new id, now, UNVERIFIED, the default Organization).
 
 import { validatePasswordHash } from '../auth/password-hash-format.js';
-import { descriptionCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
-import type { ApiKey, Application, Group, JsonObject, Meta, Organization, User } from '../domain/entities.js';
+import { descriptionCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
+import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import { formatTimestamp } from '../domain/time.js';
 import { arrayOf, customData, email, enumOf, id, string, type Schema } from '../domain/schema.js';
+import * as decide from '../store/decide.js';
 import { isApikeyId } from '../store/ids.js';
 import type { State } from '../store/state.js';
 
@@ -188,4 +189,76 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
     default:
       throw invalidField('kind', 'must be one of meta, organization, application, group, user');
   }
+}
+
+// ---- lines -> records ----
+
+/** A line refused, or the file as a whole (line undefined): what the operator is told, with the domain error behind it. */
+export class ImportError extends Error {
+  constructor(readonly line: number | undefined, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ImportError';
+  }
+}
+
+export interface ImportOutcome {
+  /** One record per entity line (and one for the meta line, last), each already applied to the scratch state. */
+  readonly records: LogRecord[];
+  readonly counts: Record<'organization' | 'application' | 'group' | 'user', number>;
+  readonly meta: 'set' | 'kept' | 'none';
+}
+
+function refused(err: unknown, line: number | undefined): never {
+  if (err instanceof DomainError) throw new ImportError(line, `${err.message} (${err.code})`, { cause: err });
+  throw err;
+}
+
+/**
+ * Decides every line against `scratch` (a copy of the directory's state, changed as it goes), so a bad
+ * line anywhere is found before anything is written. The meta line is decided last, after the entities it names.
+ */
+export async function decideImportLines(
+  scratch: State, lines: AsyncIterable<string> | Iterable<string>, now: () => number, newId: () => string,
+): Promise<ImportOutcome> {
+  const records: LogRecord[] = [];
+  const counts = { organization: 0, application: 0, group: 0, user: 0 };
+  const commit = (ops: readonly Op[], at: number): void => {
+    if (ops.length === 0) return;
+    const record: LogRecord = { seq: scratch.lastSeq + 1, at, ops };
+    scratch.apply(record);
+    records.push(record);
+  };
+  let meta: Meta | undefined;
+  let lineNo = 0;
+  for await (const text of lines) {
+    lineNo++;
+    if (text.trim() === '') continue;
+    if (text.length > importLineCharsMax) throw new ImportError(lineNo, `longer than ${importLineCharsMax} characters`);
+    const at = now();
+    try {
+      const line = parseImportLine(text, { newId, now: () => at, defaultOrganization: () => scratch.meta?.defaultOrganization });
+      switch (line.kind) {
+        case 'header': break;
+        case 'meta': meta = line.value; break;
+        case 'organization': commit(decide.importOrganization(scratch, line.value).ops, at); break;
+        case 'application': commit(decide.importApplication(scratch, line.value).ops, at); break;
+        case 'group': commit(decide.importGroup(scratch, line.value).ops, at); break;
+        case 'user': commit(decide.importUser(scratch, line.value).ops, at); break;
+      }
+      if (line.kind !== 'header' && line.kind !== 'meta') counts[line.kind]++;
+    } catch (err) {
+      refused(err, lineNo);
+    }
+  }
+  let metaOutcome: ImportOutcome['meta'] = 'none';
+  if (meta !== undefined) {
+    try {
+      const decision = decide.importMeta(scratch, meta);
+      commit(decision.ops, now());
+      metaOutcome = decision.result;
+    } catch (err) {
+      refused(err, undefined);
+    }
+  }
+  return { records, counts, meta: metaOutcome };
 }
