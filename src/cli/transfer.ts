@@ -3,9 +3,14 @@
 // Entities keep their ids, times and password hashes; API Keys keep their nonces, so their secrets
 // stay the same under the same server key. Lines of users from another system may leave out id,
 // times, status and organization (new id, now, UNVERIFIED, the default Organization).
+//
+// Import reads every entity the API can leave in the state, not only what the API's create accepts: an
+// export is a restore. So an Organization may be named from a whole custom_data.company_name, and a
+// User that left its last Application comes back with none; only a new User (a line without an id)
+// must name an Application, as POST /users/user requires.
 
 import { validatePasswordHash } from '../auth/password-hash-format.js';
-import { descriptionCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
+import { customDataBytesMax, descriptionCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import { formatTimestamp } from '../domain/time.js';
@@ -97,6 +102,13 @@ const status = enumOf(['ENABLED', 'DISABLED'] as const);
 const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
 const ids = arrayOf(id(), { max: 1000, unique: true });
 const nonce = string({ min: 1, max: 128 });
+const entityName = string({ min: 1, max: nameCharsMax, trim: true });
+/**
+ * A User created with a custom_data.company_name joins the Organization of that name, made for it if
+ * missing (src/store/decide.ts resolveOrganization), and custom_data may hold a string far past
+ * nameCharsMax: such a name is as long as custom_data allows (a code point takes at least one byte).
+ */
+const organizationName = string({ min: 1, max: customDataBytesMax, trim: true });
 
 class Fields {
   constructor(private readonly raw: Record<string, unknown>) {}
@@ -153,15 +165,15 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
   const f = new Fields(r);
   const now = defaults.now();
   const entityId = (): string => f.opt('id', id(), '') || defaults.newId();
-  const common = (): { id: string; name: string; description: string; status: 'ENABLED' | 'DISABLED'; createdAt: number; modifiedAt: number } => ({
-    id: entityId(), name: f.get('name', string({ min: 1, max: nameCharsMax, trim: true })), description: f.opt('description', description, ''),
+  const common = (names = entityName): { id: string; name: string; description: string; status: 'ENABLED' | 'DISABLED'; createdAt: number; modifiedAt: number } => ({
+    id: entityId(), name: f.get('name', names), description: f.opt('description', description, ''),
     status: f.opt('status', status, 'ENABLED'), createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
   });
   switch (r['kind']) {
     case 'meta':
       return { kind: 'meta', value: { baseApplication: f.get('base_application', id()), defaultOrganization: f.get('default_organization', id()) } };
     case 'organization':
-      return { kind: 'organization', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
+      return { kind: 'organization', value: { ...common(organizationName), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
     case 'application':
       return { kind: 'application', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
     case 'group':
@@ -175,7 +187,8 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
       const organization = f.opt('organization', id(), '') || defaults.defaultOrganization();
       if (organization === undefined) throw invalidField('organization', 'is required: the directory has no default Organization yet');
       const applications = f.get('applications', ids);
-      if (applications.length === 0) throw invalidField('applications', 'a User must be associated with at least one Application');
+      // A User leaves its last Application with DELETE /users/user/{id}/application/{appid}, and stays.
+      if (applications.length === 0 && !f.has('id')) throw invalidField('applications', 'a new User must be associated with at least one Application');
       return {
         kind: 'user',
         value: {
