@@ -216,7 +216,9 @@ Offline, on a stopped server's data directory (created if missing): checks every
 (- for standard input) against the directory's state with the rules of the API (references, unique
 emails and names, limits, password hash formats), and only if all pass writes them through the
 persistence layer and takes a snapshot. Entities keep their ids and times, so importing the same
-file twice changes nothing; an entity whose id exists is replaced.
+file twice changes nothing; an entity whose id exists is replaced. A line with an id is an entity as
+it was stored, so it comes back as the API left it: a User with no Application, an Organization named
+from a long company_name, an address stored before the current email rules (kept exactly as written).
 
 Restore: import an export into an empty directory; its meta line makes its base Application and
 default Organization those of the directory. A directory that has its own keeps them, and the file's

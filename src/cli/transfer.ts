@@ -7,10 +7,12 @@
 // Import reads every entity the API can leave in the state, not only what the API's create accepts: an
 // export is a restore. So an Organization may be named from a whole custom_data.company_name, and a
 // User that left its last Application comes back with none; only a new User (a line without an id)
-// must name an Application, as POST /users/user requires.
+// must name an Application, as POST /users/user requires. Likewise a User line with an id keeps its
+// address exactly as stored: addresses stored before the email rules of src/domain/email.ts (and an
+// ADMIN_EMAIL, which the first start takes as given) still load and sign in, so a restore carries them.
 
 import { validatePasswordHash } from '../auth/password-hash-format.js';
-import { customDataBytesMax, descriptionCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
+import { customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import { formatTimestamp } from '../domain/time.js';
@@ -87,7 +89,8 @@ export type ImportLine =
   | { kind: 'organization'; value: Organization }
   | { kind: 'application'; value: Application }
   | { kind: 'group'; value: Group }
-  | { kind: 'user'; value: User };
+  /** asStored: the line named its id, so it is a User as it was (an export), not a new one. */
+  | { kind: 'user'; value: User; asStored: boolean };
 
 /** What a line may leave out is filled from here: new ids and times, the directory's default Organization. */
 export interface ImportDefaults {
@@ -109,6 +112,8 @@ const entityName = string({ min: 1, max: nameCharsMax, trim: true });
  * nameCharsMax: such a name is as long as custom_data allows (a code point takes at least one byte).
  */
 const organizationName = string({ min: 1, max: customDataBytesMax, trim: true });
+/** An address as the state holds it, whatever rules were in force when it was stored: taken as written. */
+const storedEmail = string({ min: 1, max: emailCharsMax });
 
 class Fields {
   constructor(private readonly raw: Record<string, unknown>) {}
@@ -186,13 +191,15 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
       if (!validatePasswordHash(passwordHash)) throw invalidField('password_hash', 'must be an argon2id PHC string or a bcrypt hash ($2a$, $2b$, $2y$)');
       const organization = f.opt('organization', id(), '') || defaults.defaultOrganization();
       if (organization === undefined) throw invalidField('organization', 'is required: the directory has no default Organization yet');
+      const asStored = f.has('id');
       const applications = f.get('applications', ids);
       // A User leaves its last Application with DELETE /users/user/{id}/application/{appid}, and stays.
-      if (applications.length === 0 && !f.has('id')) throw invalidField('applications', 'a new User must be associated with at least one Application');
+      if (applications.length === 0 && !asStored) throw invalidField('applications', 'a new User must be associated with at least one Application');
       return {
         kind: 'user',
+        asStored,
         value: {
-          id: entityId(), email: f.get('email', email()), name: f.opt('name', name, ''), status: f.opt('status', userStatus, 'UNVERIFIED'),
+          id: entityId(), email: f.get('email', asStored ? storedEmail : email()), name: f.opt('name', name, ''), status: f.opt('status', userStatus, 'UNVERIFIED'),
           customData: f.opt('custom_data', customData({ nullable: true }), null), passwordHash, organization, applications,
           groups: f.opt('groups', ids, []), apikeys: f.array('apikeys').map((k, i) => parseApikey(k, i, now)),
           createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
@@ -256,7 +263,7 @@ export async function decideImportLines(
         case 'organization': commit(decide.importOrganization(scratch, line.value).ops, at); break;
         case 'application': commit(decide.importApplication(scratch, line.value).ops, at); break;
         case 'group': commit(decide.importGroup(scratch, line.value).ops, at); break;
-        case 'user': commit(decide.importUser(scratch, line.value).ops, at); break;
+        case 'user': commit(decide.importUser(scratch, line.value, { asStored: line.asStored }).ops, at); break;
       }
       if (line.kind !== 'header' && line.kind !== 'meta') counts[line.kind]++;
     } catch (err) {
