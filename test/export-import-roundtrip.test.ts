@@ -1,13 +1,14 @@
 // Issue 23: what the API accepts, export writes and import reads back. Random API call sequences go through the
-// request schemas and decide + apply (as the route handlers do), then exportLines -> decideImportLines into an
-// empty state (as `authctl import` does), which must equal the original; both then take the same further calls.
+// request schemas and decide + apply (as the route handlers do), then exportLines -> file bytes -> importLines ->
+// decideImportLines into an empty state (as `authctl import` does), which must equal the original; both then take
+// the same further calls.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   apikeysPerUserMax, customDataBytesMax, descriptionCharsMax, emailLocalCharsMax, nameCharsMax,
 } from '../src/config/limits.js';
-import { decideImportLines, exportLines } from '../src/cli/transfer.js';
+import { decideImportLines, exportLines, importLines } from '../src/cli/transfer.js';
 import type { JsonObject, JsonValue, LogRecord, User } from '../src/domain/entities.js';
 import { DomainError } from '../src/domain/errors.js';
 import { customData as customDataSchema } from '../src/domain/schema.js';
@@ -404,12 +405,22 @@ function picture(state: State): unknown {
   };
 }
 
-/** `authctl import` of `lines` into an empty directory: the same line parsing and decisions, on a fresh state. */
+/** The file's bytes as a read stream might hand them over: cut anywhere, inside a UTF-8 character too; now and then CRLF. */
+function* fileChunks(lines: readonly string[], w: World): Generator<Uint8Array> {
+  const bytes = Buffer.from(lines.join(w.chance(0.2) ? '\r\n' : '\n') + (w.chance(0.5) ? '\n' : ''));
+  for (let at = 0; at < bytes.length;) {
+    const size = w.chance(0.5) ? 1 + w.int(8) : 1 + w.int(64 * 1024);
+    yield bytes.subarray(at, at + size);
+    at += size;
+  }
+}
+
+/** `authctl import` of an export into an empty directory: the same line splitting, parsing and decisions, on a fresh state. */
 async function imported(lines: readonly string[], w: World): Promise<State> {
   const state = new State();
-  const at = w.context().now;
-  let tick = at;
-  await decideImportLines(state, lines, () => tick++, () => w.chars(base62, 22));
+  let tick = w.context().now;
+  const chunks = (async function* (): AsyncGenerator<Uint8Array> { yield* fileChunks(lines, w); })();
+  await decideImportLines(state, importLines(chunks), () => tick++, () => w.chars(base62, 22));
   return state;
 }
 

@@ -3,7 +3,6 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { ApiKeySecrets, writeNewKeyFile } from '../auth/apikey-secrets.js';
 import { HashPool } from '../auth/hash-pool.js';
 import { ConfigError, loadConfig, settings, type FsyncPolicy } from '../config/config.js';
@@ -24,7 +23,7 @@ import {
   CommandError, readStdin, stringOption, UsageError, type Command, type Options, type Output, type Values,
 } from './command.js';
 import { loadReadOnly, requireDataDir, verifyDataDir } from './datadir.js';
-import { decideImportLines, exportLines, ImportError, type ImportOutcome } from './transfer.js';
+import { decideImportLines, exportLines, ImportError, importLines, type ImportOutcome } from './transfer.js';
 
 const dataDirOption: Options = { 'data-dir': { type: 'string' } };
 const dataDirHelp = '  --data-dir DIR     the data directory (DATA_DIR; default ./data)';
@@ -185,11 +184,11 @@ ${dataDirHelp}
 };
 
 async function* inputLines(file: string): AsyncGenerator<string> {
-  const input = file === '-' ? process.stdin : createReadStream(file, { encoding: 'utf8' });
-  const reader = createInterface({ input, crlfDelay: Infinity });
+  const input = file === '-' ? process.stdin : createReadStream(file);
   try {
-    for await (const line of reader) yield line;
+    yield* importLines(input);
   } catch (err) {
+    if (err instanceof ImportError) throw err;
     throw new CommandError(`cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
 }

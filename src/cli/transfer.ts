@@ -11,6 +11,7 @@
 // address exactly as stored: addresses stored before the email rules of src/domain/email.ts (and an
 // ADMIN_EMAIL, which the first start takes as given) still load and sign in, so a restore carries them.
 
+import { StringDecoder } from 'node:string_decoder';
 import { validatePasswordHash } from '../auth/password-hash-format.js';
 import { customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
@@ -212,6 +213,39 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
 }
 
 // ---- lines -> records ----
+
+function withoutCarriageReturn(line: string): string {
+  return line.endsWith('\r') ? line.slice(0, -1) : line;
+}
+
+/**
+ * The lines of an import file, split on "\n" only (a "\r" before it dropped), as JSON lines are. Not
+ * node:readline: on Node 24 it also ends a line at U+2028 and U+2029, which JSON.stringify writes
+ * unescaped inside strings and the API accepts in every name and custom_data. A line is refused once
+ * it grows past importLineCharsMax, before it is held whole.
+ */
+export async function* importLines(chunks: AsyncIterable<string | Uint8Array>): AsyncGenerator<string> {
+  // Decodes a character split across two chunks whole, as a utf8 stream encoding does.
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  let lineNo = 0;
+  for await (const chunk of chunks) {
+    const text = typeof chunk === 'string' ? chunk : decoder.write(chunk);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+      const line = pending + text.slice(start, nl);
+      pending = '';
+      start = nl + 1;
+      lineNo++;
+      yield withoutCarriageReturn(line);
+    }
+    pending += text.slice(start);
+    // One more for the "\r" of a CRLF line of the largest size.
+    if (pending.length > importLineCharsMax + 1) throw new ImportError(lineNo + 1, `longer than ${importLineCharsMax} characters`);
+  }
+  pending += decoder.end();
+  if (pending.length > 0) yield withoutCarriageReturn(pending);
+}
 
 /** A line refused, or the file as a whole (line undefined): what the operator is told, with the domain error behind it. */
 export class ImportError extends Error {
