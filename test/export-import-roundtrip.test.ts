@@ -1,5 +1,5 @@
 // Issue 23: what the API accepts, export writes and import reads back. Random API call sequences go through the
-// request schemas and decide + apply (as the route handlers do), then exportLines -> file bytes -> importLines ->
+// request schemas (src/http/bodies.ts) and decide + apply (as the route handlers do), then exportLines -> file bytes -> importLines ->
 // decideImportLines into an empty state (as `authctl import` does), which must equal the original; both then take
 // the same further calls.
 
@@ -415,9 +415,8 @@ function* fileChunks(lines: readonly string[], w: World): Generator<Uint8Array> 
   }
 }
 
-/** `authctl import` of an export into an empty directory: the same line splitting, parsing and decisions, on a fresh state. */
-async function imported(lines: readonly string[], w: World): Promise<State> {
-  const state = new State();
+/** `authctl import` of an export into an empty directory (or again into `state`): the same line splitting, parsing and decisions. */
+async function imported(lines: readonly string[], w: World, state = new State()): Promise<State> {
   let tick = w.context().now;
   const chunks = (async function* (): AsyncGenerator<Uint8Array> { yield* fileChunks(lines, w); })();
   await decideImportLines(state, importLines(chunks), () => tick++, () => w.chars(base62, 22));
@@ -450,6 +449,8 @@ async function roundTrip(seed: number): Promise<{ calls: number; refused: number
   }
   assert.deepStrictEqual(picture(copy), picture(state), `the imported state differs from the exported one\n${where()}`);
   assert.deepStrictEqual(entityLines([...exportLines(copy, new Date(0))]), entityLines(lines), `an export of the import differs\n${where()}`);
+  await imported(lines, w, copy);
+  assert.deepStrictEqual(picture(copy), picture(state), `importing the same file twice changed something\n${where()}`);
   // The same further calls (same ids, same times) do the same to both: no index or rule sees an imported state differently.
   const [wa, wb] = [new World(seed * 7919 + 1), new World(seed * 7919 + 1)];
   for (let i = 0; i < callsAfter; i++) {
