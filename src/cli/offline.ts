@@ -2,12 +2,10 @@
 
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { ApiKeySecrets, writeNewKeyFile } from '../auth/apikey-secrets.js';
 import { HashPool } from '../auth/hash-pool.js';
 import { ConfigError, loadConfig, settings, type FsyncPolicy } from '../config/config.js';
-import { importLineCharsMax, importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
-import type { LogRecord, Meta, Op } from '../domain/entities.js';
+import { importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
 import { keyFingerprintPath, writeKeyFingerprint } from '../persist/key-fingerprint.js';
 import { acquireLock, LockError } from '../persist/lock.js';
@@ -23,7 +21,7 @@ import {
   CommandError, readStdin, stringOption, UsageError, type Command, type Options, type Output, type Values,
 } from './command.js';
 import { loadReadOnly, requireDataDir, verifyDataDir } from './datadir.js';
-import { exportLines, parseImportLine } from './transfer.js';
+import { decideImportLines, exportLines, ImportError, importLines, type ImportOutcome } from './transfer.js';
 
 const dataDirOption: Options = { 'data-dir': { type: 'string' } };
 const dataDirHelp = '  --data-dir DIR     the data directory (DATA_DIR; default ./data)';
@@ -184,65 +182,27 @@ ${dataDirHelp}
 };
 
 async function* inputLines(file: string): AsyncGenerator<string> {
-  const input = file === '-' ? process.stdin : createReadStream(file, { encoding: 'utf8' });
-  const reader = createInterface({ input, crlfDelay: Infinity });
+  const input = file === '-' ? process.stdin : createReadStream(file);
   try {
-    for await (const line of reader) yield line;
+    yield* importLines(input);
   } catch (err) {
+    if (err instanceof ImportError) throw err;
     throw new CommandError(`cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 
-/**
- * Decides every line against a scratch copy of the directory's state, so a bad line anywhere leaves
- * the directory untouched; only once all are good are the records appended to the log, in order.
- */
-async function decideImport(dir: string, file: string, clock: MicrosClock, baseSeq: number): Promise<{ records: LogRecord[]; counts: Record<string, number>; meta: 'set' | 'kept' | 'none' }> {
+/** Decides every line of `file` against a scratch copy of the directory's state, so a bad line anywhere leaves the directory untouched. */
+async function decideImport(dir: string, file: string, clock: MicrosClock, baseSeq: number): Promise<ImportOutcome> {
   const scratch = await loadReadOnly(dir);
   if (scratch.lastSeq !== baseSeq) throw new Error(`invariant: the scratch state is at seq ${scratch.lastSeq}, the directory at ${baseSeq}`);
   clock.notBefore(scratch.lastAt);
-  const records: LogRecord[] = [];
-  const counts: Record<string, number> = { organization: 0, application: 0, group: 0, user: 0 };
-  const commit = (ops: Op[], at: number): void => {
-    if (ops.length === 0) return;
-    const record: LogRecord = { seq: scratch.lastSeq + 1, at, ops };
-    scratch.apply(record);
-    records.push(record);
-  };
-  let meta: Meta | undefined;
-  let lineNo = 0;
-  const label = file === '-' ? 'standard input' : file;
-  for await (const text of inputLines(file)) {
-    lineNo++;
-    if (text.trim() === '') continue;
-    if (text.length > importLineCharsMax) throw new CommandError(`${label} line ${lineNo}: longer than ${importLineCharsMax} characters`);
-    const at = clock.now();
-    try {
-      const line = parseImportLine(text, { newId: newEntityId, now: () => at, defaultOrganization: () => scratch.meta?.defaultOrganization });
-      switch (line.kind) {
-        case 'header': break;
-        case 'meta': meta = line.value; break;
-        case 'organization': commit(decide.importOrganization(scratch, line.value).ops, at); break;
-        case 'application': commit(decide.importApplication(scratch, line.value).ops, at); break;
-        case 'group': commit(decide.importGroup(scratch, line.value).ops, at); break;
-        case 'user': commit(decide.importUser(scratch, line.value).ops, at); break;
-      }
-      if (line.kind !== 'header' && line.kind !== 'meta') counts[line.kind]!++;
-    } catch (err) {
-      domainFailure(err, `${label} line ${lineNo}: `);
-    }
+  try {
+    return await decideImportLines(scratch, inputLines(file), () => clock.now(), newEntityId);
+  } catch (err) {
+    if (!(err instanceof ImportError)) throw err;
+    const label = file === '-' ? 'standard input' : file;
+    throw new CommandError(`${label}${err.line === undefined ? '' : ` line ${err.line}`}: ${err.message}`, { cause: err });
   }
-  let metaOutcome: 'set' | 'kept' | 'none' = 'none';
-  if (meta !== undefined) {
-    try {
-      const decision = decide.importMeta(scratch, meta);
-      commit(decision.ops, clock.now());
-      metaOutcome = decision.result;
-    } catch (err) {
-      domainFailure(err, `${label}: `);
-    }
-  }
-  return { records, counts, meta: metaOutcome };
 }
 
 const importCommand: Command = {
@@ -253,7 +213,9 @@ Offline, on a stopped server's data directory (created if missing): checks every
 (- for standard input) against the directory's state with the rules of the API (references, unique
 emails and names, limits, password hash formats), and only if all pass writes them through the
 persistence layer and takes a snapshot. Entities keep their ids and times, so importing the same
-file twice changes nothing; an entity whose id exists is replaced.
+file twice changes nothing; an entity whose id exists is replaced. A line with an id is an entity as
+it was stored, so it comes back as the API left it: a User with no Application, an Organization named
+from a long company_name, an address stored before the current email rules (kept exactly as written).
 
 Restore: import an export into an empty directory; its meta line makes its base Application and
 default Organization those of the directory. A directory that has its own keeps them, and the file's

@@ -1,15 +1,25 @@
-// The export format, JSON lines: a header, then one entity per line (meta, organizations, applications, groups, users); and parsing it back.
+// The export format, JSON lines: a header, then one entity per line (meta, organizations, applications, groups, users); reading it back as records decided like the API's.
 //
 // Entities keep their ids, times and password hashes; API Keys keep their nonces, so their secrets
 // stay the same under the same server key. Lines of users from another system may leave out id,
 // times, status and organization (new id, now, UNVERIFIED, the default Organization).
+//
+// Import reads every entity the API can leave in the state, not only what the API's create accepts: an
+// export is a restore. So an Organization may be named from a whole custom_data.company_name, and a
+// User that left its last Application comes back with none; only a new User (a line without an id)
+// must name an Application, as POST /users/user requires. Likewise a User line with an id keeps its
+// address exactly as stored: addresses stored before the email rules of src/domain/email.ts (and an
+// ADMIN_EMAIL, which the first start takes as given) still load and sign in, so a restore carries them.
 
+import { StringDecoder } from 'node:string_decoder';
 import { validatePasswordHash } from '../auth/password-hash-format.js';
-import { descriptionCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
-import type { ApiKey, Application, Group, JsonObject, Meta, Organization, User } from '../domain/entities.js';
+import { customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
+import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
+import { roleNames, type Role } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
 import { arrayOf, customData, email, enumOf, id, string, type Schema } from '../domain/schema.js';
+import * as decide from '../store/decide.js';
 import { isApikeyId } from '../store/ids.js';
 import type { State } from '../store/state.js';
 
@@ -29,8 +39,13 @@ function times(e: { createdAt: number; modifiedAt: number }): { created_at: stri
   return { created_at: formatTimestamp(e.createdAt), modified_at: formatTimestamp(e.modifiedAt) };
 }
 
+/** `roles` when the entity has them; absent keeps the default (admin for a base User, its owner's for a key). */
+function rolesOf(e: { readonly roles?: readonly Role[] }): { roles?: readonly Role[] } {
+  return e.roles === undefined ? {} : { roles: e.roles };
+}
+
 function apikeyLine(k: ApiKey): Record<string, unknown> {
-  return { id: k.id, name: k.name, description: k.description, status: k.status, nonce: k.nonce, ...times(k) };
+  return { id: k.id, name: k.name, description: k.description, status: k.status, nonce: k.nonce, ...rolesOf(k), ...times(k) };
 }
 
 /** Every line of a full export, header first; a generator so a million users are never one string. */
@@ -56,7 +71,7 @@ export function* exportLines(state: State, now: Date): Generator<string> {
     yield JSON.stringify({
       kind: 'user', id: u.id, email: u.email, name: u.name, status: u.status, custom_data: u.customData,
       password_hash: u.passwordHash, organization: u.organization, applications: u.applications, groups: u.groups,
-      apikeys: u.apikeys.map(apikeyLine), ...times(u),
+      apikeys: u.apikeys.map(apikeyLine), ...rolesOf(u), ...times(u),
     });
   }
 }
@@ -81,7 +96,8 @@ export type ImportLine =
   | { kind: 'organization'; value: Organization }
   | { kind: 'application'; value: Application }
   | { kind: 'group'; value: Group }
-  | { kind: 'user'; value: User };
+  /** asStored: the line named its id, so it is a User as it was (an export), not a new one. */
+  | { kind: 'user'; value: User; asStored: boolean };
 
 /** What a line may leave out is filled from here: new ids and times, the directory's default Organization. */
 export interface ImportDefaults {
@@ -96,6 +112,16 @@ const status = enumOf(['ENABLED', 'DISABLED'] as const);
 const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
 const ids = arrayOf(id(), { max: 1000, unique: true });
 const nonce = string({ min: 1, max: 128 });
+const roles = arrayOf(enumOf(roleNames), { max: roleNames.length, unique: true });
+const entityName = string({ min: 1, max: nameCharsMax, trim: true });
+/**
+ * A User created with a custom_data.company_name joins the Organization of that name, made for it if
+ * missing (src/store/decide.ts resolveOrganization), and custom_data may hold a string far past
+ * nameCharsMax: such a name is as long as custom_data allows (a code point takes at least one byte).
+ */
+const organizationName = string({ min: 1, max: customDataBytesMax, trim: true });
+/** An address as the state holds it, whatever rules were in force when it was stored: taken as written. */
+const storedEmail = string({ min: 1, max: emailCharsMax });
 
 class Fields {
   constructor(private readonly raw: Record<string, unknown>) {}
@@ -131,8 +157,12 @@ function parseApikey(raw: Record<string, unknown>, i: number, now: number): ApiK
   if (!isApikeyId(keyId)) throw invalidField(`apikeys[${i}].id`, 'must be 25 characters of [0-9A-Z]');
   return {
     id: keyId, name: f.opt('name', name, ''), description: f.opt('description', description, ''), status: f.opt('status', status, 'ENABLED'),
-    nonce: f.get('nonce', nonce), createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
+    nonce: f.get('nonce', nonce), ...withRoles(f), createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
   };
+}
+
+function withRoles(f: Fields): { roles?: Role[] } {
+  return f.has('roles') ? { roles: f.get('roles', roles) } : {};
 }
 
 /** One line, checked field by field as the API checks bodies; references and uniqueness are decide's (src/store/decide.ts). */
@@ -152,15 +182,15 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
   const f = new Fields(r);
   const now = defaults.now();
   const entityId = (): string => f.opt('id', id(), '') || defaults.newId();
-  const common = (): { id: string; name: string; description: string; status: 'ENABLED' | 'DISABLED'; createdAt: number; modifiedAt: number } => ({
-    id: entityId(), name: f.get('name', string({ min: 1, max: nameCharsMax, trim: true })), description: f.opt('description', description, ''),
+  const common = (names = entityName): { id: string; name: string; description: string; status: 'ENABLED' | 'DISABLED'; createdAt: number; modifiedAt: number } => ({
+    id: entityId(), name: f.get('name', names), description: f.opt('description', description, ''),
     status: f.opt('status', status, 'ENABLED'), createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
   });
   switch (r['kind']) {
     case 'meta':
       return { kind: 'meta', value: { baseApplication: f.get('base_application', id()), defaultOrganization: f.get('default_organization', id()) } };
     case 'organization':
-      return { kind: 'organization', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
+      return { kind: 'organization', value: { ...common(organizationName), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
     case 'application':
       return { kind: 'application', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
     case 'group':
@@ -173,14 +203,17 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
       if (!validatePasswordHash(passwordHash)) throw invalidField('password_hash', 'must be an argon2id PHC string or a bcrypt hash ($2a$, $2b$, $2y$)');
       const organization = f.opt('organization', id(), '') || defaults.defaultOrganization();
       if (organization === undefined) throw invalidField('organization', 'is required: the directory has no default Organization yet');
+      const asStored = f.has('id');
       const applications = f.get('applications', ids);
-      if (applications.length === 0) throw invalidField('applications', 'a User must be associated with at least one Application');
+      // A User leaves its last Application with DELETE /users/user/{id}/application/{appid}, and stays.
+      if (applications.length === 0 && !asStored) throw invalidField('applications', 'a new User must be associated with at least one Application');
       return {
         kind: 'user',
+        asStored,
         value: {
-          id: entityId(), email: f.get('email', email()), name: f.opt('name', name, ''), status: f.opt('status', userStatus, 'UNVERIFIED'),
+          id: entityId(), email: f.get('email', asStored ? storedEmail : email()), name: f.opt('name', name, ''), status: f.opt('status', userStatus, 'UNVERIFIED'),
           customData: f.opt('custom_data', customData({ nullable: true }), null), passwordHash, organization, applications,
-          groups: f.opt('groups', ids, []), apikeys: f.array('apikeys').map((k, i) => parseApikey(k, i, now)),
+          groups: f.opt('groups', ids, []), apikeys: f.array('apikeys').map((k, i) => parseApikey(k, i, now)), ...withRoles(f),
           createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
         },
       };
@@ -188,4 +221,109 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
     default:
       throw invalidField('kind', 'must be one of meta, organization, application, group, user');
   }
+}
+
+// ---- lines -> records ----
+
+function withoutCarriageReturn(line: string): string {
+  return line.endsWith('\r') ? line.slice(0, -1) : line;
+}
+
+/**
+ * The lines of an import file, split on "\n" only (a "\r" before it dropped), as JSON lines are. Not
+ * node:readline: on Node 24 it also ends a line at U+2028 and U+2029, which JSON.stringify writes
+ * unescaped inside strings and the API accepts in every name and custom_data. A line is refused once
+ * it grows past importLineCharsMax, before it is held whole.
+ */
+export async function* importLines(chunks: AsyncIterable<string | Uint8Array>): AsyncGenerator<string> {
+  // Decodes a character split across two chunks whole, as a utf8 stream encoding does.
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  let lineNo = 0;
+  for await (const chunk of chunks) {
+    const text = typeof chunk === 'string' ? chunk : decoder.write(chunk);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+      const line = pending + text.slice(start, nl);
+      pending = '';
+      start = nl + 1;
+      lineNo++;
+      yield withoutCarriageReturn(line);
+    }
+    pending += text.slice(start);
+    // One more for the "\r" of a CRLF line of the largest size.
+    if (pending.length > importLineCharsMax + 1) throw new ImportError(lineNo + 1, `longer than ${importLineCharsMax} characters`);
+  }
+  pending += decoder.end();
+  if (pending.length > 0) yield withoutCarriageReturn(pending);
+}
+
+/** A line refused, or the file as a whole (line undefined): what the operator is told, with the domain error behind it. */
+export class ImportError extends Error {
+  constructor(readonly line: number | undefined, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ImportError';
+  }
+}
+
+export interface ImportOutcome {
+  /** One record per entity line (and one for the meta line, last), each already applied to the scratch state. */
+  readonly records: LogRecord[];
+  readonly counts: Record<'organization' | 'application' | 'group' | 'user', number>;
+  readonly meta: 'set' | 'kept' | 'none';
+}
+
+function refused(err: unknown, line: number | undefined): never {
+  if (err instanceof DomainError) throw new ImportError(line, `${err.message} (${err.code})`, { cause: err });
+  throw err;
+}
+
+/**
+ * Decides every line against `scratch` (a copy of the directory's state, changed as it goes), so a bad
+ * line anywhere is found before anything is written. The meta line is decided last, after the entities it names.
+ */
+export async function decideImportLines(
+  scratch: State, lines: AsyncIterable<string> | Iterable<string>, now: () => number, newId: () => string,
+): Promise<ImportOutcome> {
+  const records: LogRecord[] = [];
+  const counts = { organization: 0, application: 0, group: 0, user: 0 };
+  const commit = (ops: readonly Op[], at: number): void => {
+    if (ops.length === 0) return;
+    const record: LogRecord = { seq: scratch.lastSeq + 1, at, ops };
+    scratch.apply(record);
+    records.push(record);
+  };
+  let meta: Meta | undefined;
+  let lineNo = 0;
+  for await (const text of lines) {
+    lineNo++;
+    if (text.trim() === '') continue;
+    if (text.length > importLineCharsMax) throw new ImportError(lineNo, `longer than ${importLineCharsMax} characters`);
+    const at = now();
+    try {
+      const line = parseImportLine(text, { newId, now: () => at, defaultOrganization: () => scratch.meta?.defaultOrganization });
+      switch (line.kind) {
+        case 'header': break;
+        case 'meta': meta = line.value; break;
+        case 'organization': commit(decide.importOrganization(scratch, line.value).ops, at); break;
+        case 'application': commit(decide.importApplication(scratch, line.value).ops, at); break;
+        case 'group': commit(decide.importGroup(scratch, line.value).ops, at); break;
+        case 'user': commit(decide.importUser(scratch, line.value, { asStored: line.asStored }).ops, at); break;
+      }
+      if (line.kind !== 'header' && line.kind !== 'meta') counts[line.kind]++;
+    } catch (err) {
+      refused(err, lineNo);
+    }
+  }
+  let metaOutcome: ImportOutcome['meta'] = 'none';
+  if (meta !== undefined) {
+    try {
+      const decision = decide.importMeta(scratch, meta);
+      commit(decision.ops, now());
+      metaOutcome = decision.result;
+    } catch (err) {
+      refused(err, undefined);
+    }
+  }
+  return { records, counts, meta: metaOutcome };
 }

@@ -527,8 +527,19 @@ export function importGroup(state: State, group: Group): Decision<Group> {
   return { ops: [{ op: 'put', kind: 'group', value: group }], result: group };
 }
 
-export function importUser(state: State, user: User): Decision<User> {
-  checkEmailFree(state, user.email, user.id);
+/**
+ * Addresses stored before the current email key (NFC, folded per code point) were unique by toLowerCase() of
+ * the whole text only, so two such Users may share a key (State.sharedEmailKeys). A User imported as
+ * stored may therefore share one with a User whose address differed under that older rule.
+ */
+function sharesKeyFromBeforeKeyRule(state: State, user: User): boolean {
+  const clash = state.userByEmail(user.email);
+  return clash !== undefined && clash.id !== user.id && clash.email.toLowerCase() !== user.email.toLowerCase();
+}
+
+/** `asStored`: the User as an export wrote it (its own id), as opposed to a new one from another system. */
+export function importUser(state: State, user: User, opts: { asStored: boolean } = { asStored: false }): Decision<User> {
+  if (!(opts.asStored && sharesKeyFromBeforeKeyRule(state, user))) checkEmailFree(state, user.email, user.id);
   if (state.organization(user.organization) === undefined) {
     throw new DomainError('unknown_reference', `organization: no Organization with id ${user.organization} (it must come before its Users).`);
   }
