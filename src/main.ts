@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
-import { ConfigError, defaultPublicUrl, loadConfig, usage, type Config } from './config/config.js';
+import { ConfigError, defaultPublicUrl, loadConfig, settings, usage, type Config } from './config/config.js';
+import { email } from './domain/schema.js';
 import { packageVersion } from './config/package-version.js';
 import {
   bodyReceiveTimeoutMs, hashQueueMax, indexTurnMs, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
@@ -55,8 +56,17 @@ function createLogger(level: string): { logger: Logger; out: LogWriter } {
   return { logger, out };
 }
 
+/** ADMIN_EMAIL under the rules every other User's email follows, so export and import take the first admin too. */
+function adminEmailOf(config: Config): string {
+  try {
+    return email().parse(config.adminEmail ?? settings.ADMIN_EMAIL.default, 'ADMIN_EMAIL');
+  } catch (err) {
+    throw new ConfigError(err instanceof Error ? err.message : String(err));
+  }
+}
+
 async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger, audit: Audit): Promise<void> {
-  const email = config.adminEmail ?? 'admin@example.com';
+  const email = adminEmailOf(config);
   const generated = config.adminPassword === undefined;
   const password = config.adminPassword ?? randomBytes(18).toString('base64url');
   if ([...password].length < passwordCharsMin || Buffer.byteLength(password) > passwordBytesMax) {
@@ -86,6 +96,8 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig(process.env, argv);
+  // Checked before anything is created, though only a first start uses it.
+  adminEmailOf(config);
   const { logger, out } = createLogger(config.logLevel);
   if (config.repair) {
     // --repair: fix what recovery refuses (back up, cut at the damage), say what was dropped, and stop.

@@ -1,9 +1,12 @@
 // HTTP: first start — the base Application and the first admin; a generated admin password is logged once and only once.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { assertApplication, assertUserFull, fails, ok, okKey, type ApplicationJson, type UserFullJson } from './helpers/http-shapes.js';
-import { startServer, type ServerProcess } from './helpers/server.js';
+import { newServerDirs, startServer, type ServerProcess } from './helpers/server.js';
 
 const rootEmail = 'root@example.org';
 let server: ServerProcess;
@@ -54,4 +57,18 @@ test('a restart neither prints the password again nor makes another admin, whate
   assert.equal(okKey<UserFullJson[]>(await api.get('/users'), 'users').length, 1);
   fails(await api.get('/users', { credentials: { username: rootEmail, password: 'a-new-password-later' } }), 401, 'unauthorized');
   ok(await api.get('/health', { credentials: null }));
+});
+
+test('an ADMIN_EMAIL that no User could have is refused at start (exit 2), before anything is created', () => {
+  const dirs = newServerDirs();
+  const mainJs = fileURLToPath(new URL('../src/main.js', import.meta.url));
+  for (const bad of ['root', 'admin@exa\u200bmple.com']) {
+    const run = spawnSync(process.execPath, [mainJs], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: '0', HOST: '127.0.0.1', DATA_DIR: dirs.dataDir, KEY_FILE: dirs.keyFile, ADMIN_EMAIL: bad, LOG_LEVEL: 'warn' },
+      encoding: 'utf8', timeout: 30_000,
+    });
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(run.stderr, /ADMIN_EMAIL/);
+    assert.equal(existsSync(dirs.dataDir), false, 'no data directory was made');
+  }
 });

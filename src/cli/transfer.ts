@@ -20,7 +20,7 @@ import { roleNames, type Role } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
 import { arrayOf, customData, email, enumOf, id, string, type Schema } from '../domain/schema.js';
 import * as decide from '../store/decide.js';
-import { isApikeyId } from '../store/ids.js';
+import { isApikeyId } from '../domain/ids.js';
 import type { State } from '../store/state.js';
 
 export const exportFormat = 'authd-export';

@@ -6,7 +6,7 @@ import {
 import type { JsonObject } from './entities.js';
 import { emailCharacterProblem, normalizeEmail } from './email.js';
 import { invalidField } from './errors.js';
-import { isWellFormedId } from '../store/ids.js';
+import { isWellFormedId } from './ids.js';
 
 export interface Schema<T> {
   parse(value: unknown, field: string): T;

@@ -9,7 +9,7 @@
 import { listInlineCharsMax, listSliceCharsMax, pageBytesMax, pageCursorCharsMax, pageItemsMax } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
 import type { Page, PagePosition } from '../store/creation-order.js';
-import { isWellFormedId } from '../store/ids.js';
+import { isWellFormedId } from '../domain/ids.js';
 import { streamPause } from './pipeline.js';
 import type { RouteResult } from './route.js';
 

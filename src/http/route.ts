@@ -9,7 +9,7 @@ import type { Schema } from '../domain/schema.js';
 import type { SnapshotWritten } from '../persist/snapshot.js';
 import type { Authenticator } from '../service/authenticator.js';
 import type { Committer } from '../service/committer.js';
-import { isWellFormedId } from '../store/ids.js';
+import { isWellFormedId } from '../domain/ids.js';
 import type { State } from '../store/state.js';
 import type { BodyPiece, BodyText, HttpRequest } from './adapter.js';
 import type { Metrics } from './metrics.js';

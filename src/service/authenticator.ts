@@ -10,7 +10,7 @@ import type { VerifyCache } from '../auth/verify-cache.js';
 import { knownAttemptsMax, knownCallersMax, knownCallerTtlMs } from '../config/limits.js';
 import { emailKey } from '../domain/email.js';
 import type { ApiKey, Application, User } from '../domain/entities.js';
-import { isApikeyId } from '../store/ids.js';
+import { isApikeyId } from '../domain/ids.js';
 import { rehashPassword } from '../store/decide.js';
 import type { State } from '../store/state.js';
 import { noAudit, type Audit, type PreparedEntry } from './audit.js';

@@ -1,7 +1,7 @@
 // Random identifiers: 22 base62 characters for entities (~131 bits), 25 of [0-9A-Z] for API keys (~129 bits).
 
 import { randomFillSync } from 'node:crypto';
-import { apikeyIdChars, entityIdChars, idCharsMax, randomPoolBytes } from '../config/limits.js';
+import { apikeyIdChars, entityIdChars, randomPoolBytes } from '../config/limits.js';
 
 const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const base36 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
@@ -35,24 +35,4 @@ export function newEntityId(): string {
 
 export function newApikeyId(): string {
   return randomString(base36, apikeyIdChars);
-}
-
-/** Path ids: letters and digits only, bounded; anything else is refused before any lookup. */
-export function isWellFormedId(id: string): boolean {
-  if (id.length === 0 || id.length > idCharsMax) return false;
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    const ok = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-    if (!ok) return false;
-  }
-  return true;
-}
-
-export function isApikeyId(id: string): boolean {
-  if (id.length !== apikeyIdChars) return false;
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90))) return false;
-  }
-  return true;
 }
