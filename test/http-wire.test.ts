@@ -201,6 +201,13 @@ test('header fields over the limit get 431 in the envelope and the connection cl
   assert.deepEqual(under.responses.map((r) => r.status), [200]);
 });
 
+test('a request behind a refusal that closes the connection, in the same packet, is not served', async () => {
+  const over = `GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(headerBytesMax + 100)}\r\n\r\n`;
+  const { responses, closedByServer } = await exchange([`${over}GET /no-such-route HTTP/1.1\r\nHost: x\r\n\r\n`]);
+  assert.deepEqual(responses.map((r) => r.status), [431]);
+  assert.equal(closedByServer, true);
+});
+
 test('pipelined requests answered at once are answered in order on one connection', async () => {
   const body = '{"type":"password","username":"a@b.c","password":"x","application":"ZZZZZZZZZZZZZZZZZZZZZZ"}';
   const text = [

@@ -189,16 +189,15 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
   const tracker = new RequestTracker<Uws.HttpResponse>(opts, finish, bodyReceiveSweepMs);
 
   /**
-   * Answers 400 to a request whose framing is ambiguous, from inside its handler, and closes the connection
-   * before uWS parses what follows it. uWS runs the handler with the socket corked and, once it returns,
-   * parses the rest of the packet: a request found there would be served, and would reset the connection's
-   * close-after-answer state, while the 400 still waited in the cork. A write larger than the cork buffer
-   * goes out at once instead, and end() then closes the connection, which stops the parser. Hence the body
-   * is padded past the cork buffer with spaces (JSON allows trailing whitespace). If the socket's send buffer
-   * is full (a client that does not read), uWS keeps the connection until it drains: see docs/http-front-ends.md.
+   * Answers a refusal from inside the request's handler and closes the connection before uWS parses what
+   * follows the request. uWS runs the handler with the socket corked and, once it returns, parses the rest of
+   * the packet: a request found there would be served, and would reset the connection's close-after-answer
+   * state, while the refusal still waited in the cork. A write larger than the cork buffer goes out at once
+   * instead, and end() then closes the connection, which stops the parser. Hence the body is padded past the
+   * cork buffer with spaces (JSON allows trailing whitespace). If the socket's send buffer is full (a client
+   * that does not read), uWS keeps the connection until it drains: see docs/http-front-ends.md.
    */
-  const refuseFraming = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest): void => {
-    const reply = refusal(opts, 'bad_request');
+  const refuseAndClose = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest, reply: Reply): void => {
     const text = joined(reply.body);
     const body = Buffer.alloc(Math.max(Buffer.byteLength(text), uwsCorkBufferBytes + 1), 0x20);
     body.write(text, 0, 'utf8');
@@ -222,12 +221,12 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     res.onAborted(() => tracker.aborted(state));
 
     if (scan.bytes > headerBytesMax) {
-      finish(res, state, request, refusal(opts, 'headers_too_large'));
+      refuseAndClose(res, state, request, refusal(opts, 'headers_too_large'));
       return;
     }
     if (scan.contentLengths > 1) {
       // Request smuggling: uWS takes the first length, an intermediary may take the last.
-      refuseFraming(res, state, request);
+      refuseAndClose(res, state, request, refusal(opts, 'bad_request'));
       return;
     }
     if (!methodsWithBody.has(method)) {
