@@ -1,4 +1,4 @@
-// HTTP on the wire, the same on both front ends: framing refusals (two Content-Lengths, oversized headers), pipelining, aborted and slow bodies, reply headers.
+// HTTP on the wire, on both front ends: framing refusals (two Content-Lengths, no Host, malformed requests, oversized headers), pipelining, aborted and slow bodies, reply headers.
 
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -43,9 +43,9 @@ function parseResponses(bytes: Buffer): WireResponse[] {
  * Writes each part in turn (waiting `gapMs` between them), then reads until the server closes the
  * connection or `quietMs` pass without a byte. `abortAfterParts` closes from our side instead.
  */
-function exchange(parts: readonly (string | Buffer)[], opts: { gapMs?: number; quietMs?: number; abortAfterParts?: number } = {}): Promise<{ responses: WireResponse[]; raw: Buffer; closedByServer: boolean }> {
+function exchange(parts: readonly (string | Buffer)[], opts: { gapMs?: number; quietMs?: number; abortAfterParts?: number; port?: number } = {}): Promise<{ responses: WireResponse[]; raw: Buffer; closedByServer: boolean }> {
   return new Promise((resolve, reject) => {
-    const socket = connect(server.port, '127.0.0.1');
+    const socket = connect(opts.port ?? server.port, '127.0.0.1');
     let received = Buffer.alloc(0);
     let quiet: NodeJS.Timeout | undefined;
     let done = false;
@@ -85,14 +85,109 @@ function errorCode(res: WireResponse): string {
   return (JSON.parse(res.body) as { service: { error: { code: string } } }).service.error.code;
 }
 
-test('two Content-Length headers, equal or not, or one beside Transfer-Encoding, cut the connection: nothing on it is served', async () => {
+function frontEnd(): string {
+  return String(server.logLines().find((l) => l['msg'] === 'front end')?.['frontEnd']);
+}
+
+/** A 400 `bad_request` in the envelope, with the headers every answer carries. */
+function assertBadRequest(res: WireResponse | undefined, what: string): void {
+  assert.equal(res?.status, 400, what);
+  assert.equal(errorCode(res!), 'bad_request', what);
+  assert.ok(!Number.isNaN(Date.parse(res!.headers['date'] ?? '')), `${what}: a Date header`);
+  assert.equal(res!.headers['connection'], 'close', what);
+}
+
+// Issue 23, HTTP framing: duplicate Content-Length must be refused with 400, not cut off without an answer.
+test('two Content-Length headers, equal or not, get 400 and the connection closed: a request smuggled behind them is never served', async () => {
   const smuggled = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
-  const framings = [['Content-Length: 2', 'Content-Length: 2'], ['Content-Length: 2', 'Content-Length: 40'], ['Content-Length: 2', 'Transfer-Encoding: chunked']];
-  for (const [first, second] of framings) {
-    const text = `POST /authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${first}\r\n${second}\r\n\r\n{}${smuggled}`;
-    const { responses, closedByServer } = await exchange([text]);
-    assert.deepEqual(responses.map((r) => r.status), [], `no answer to ${first} with ${second}`);
+  for (const lengths of [['2', '2'], ['2', '40'], ['40', '2']]) {
+    const text = `POST /authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${lengths[0]}\r\nContent-Length: ${lengths[1]}\r\n\r\n{}${smuggled}`;
+    // A request before it in the same packet is answered first, and not lost with the connection.
+    const { responses, closedByServer } = await exchange([`${smuggled}${text}`]);
+    assert.deepEqual(responses.map((r) => r.status), [200, 400], `Content-Length ${lengths.join(' and ')}`);
+    assertBadRequest(responses[1], `Content-Length ${lengths.join(' and ')}`);
     assert.equal(closedByServer, true);
+  }
+});
+
+test('Content-Length beside Transfer-Encoding: node:http answers 400, uWS closes the connection unanswered; nothing after it is served', async () => {
+  const text = 'POST /authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+  const { responses, closedByServer } = await exchange([text]);
+  if (frontEnd() === 'node') {
+    assert.equal(responses.length, 1);
+    assertBadRequest(responses[0], 'Content-Length with Transfer-Encoding');
+  } else {
+    // uWS's parser refuses it before any handler runs (docs/http-front-ends.md).
+    assert.deepEqual(responses, []);
+  }
+  assert.equal(closedByServer, true);
+});
+
+// Issue 23, HTTP framing: a request without Host answered 200.
+test('an HTTP/1.1 request without Host: node:http answers 400, uWS never serves it; HTTP/1.0 without Host is no error', async () => {
+  const bare = await exchange(['GET /health HTTP/1.1\r\n\r\n']);
+  const withField = await exchange(['GET /health HTTP/1.1\r\nAccept: */*\r\n\r\n']);
+  const old = await exchange(['GET /health HTTP/1.0\r\n\r\n']);
+  // Two Host fields: neither parser refuses them, and authd does not read Host.
+  const twoHosts = await exchange(['GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n']);
+  assert.deepEqual(twoHosts.responses.map((r) => r.status), [200]);
+  if (frontEnd() === 'node') {
+    assertBadRequest(bare.responses[0], 'no header field at all');
+    assertBadRequest(withField.responses[0], 'no Host');
+    assert.equal(withField.closedByServer, true);
+    assert.deepEqual(old.responses.map((r) => r.status), [200]);
+  } else {
+    // uWS's parser closes the connection when Host is missing, and cannot parse a header with no field
+    // (or HTTP/1.0) at all: it waits for more until the idle timeout (docs/http-front-ends.md).
+    assert.deepEqual(bare.responses, []);
+    assert.deepEqual(withField.responses, []);
+    assert.equal(withField.closedByServer, true);
+    assert.deepEqual(old.responses, []);
+  }
+});
+
+// Issue 23, HTTP framing: node:http cut malformed requests off without an answer.
+test('malformed requests: node:http answers 400 in the envelope and closes, uWS never answers them', async () => {
+  const malformed = {
+    'a Content-Length that is not a number': 'POST /authenticate HTTP/1.1\r\nHost: x\r\nContent-Length: 2x\r\n\r\n{}',
+    'a bare LF': 'GET /health HTTP/1.1\nHost: x\n\n',
+    'a request line that is not HTTP': 'HELLO\r\n\r\n',
+    'a space in a field name': 'GET /health HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n',
+    'a folded field': 'GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n',
+  };
+  for (const [what, text] of Object.entries(malformed)) {
+    const { responses, closedByServer } = await exchange([text], { quietMs: 500 });
+    if (frontEnd() === 'node') {
+      assert.equal(responses.length, 1, what);
+      assertBadRequest(responses[0], what);
+      assert.equal(closedByServer, true, what);
+    } else {
+      assert.deepEqual(responses, [], what);
+    }
+  }
+});
+
+test('a malformed request pipelined behind one still being answered: node:http answers both in order, the 400 last', async () => {
+  // A password caller check not seen before is hashed on a worker: its answer is still pending when the next bytes are read.
+  const caller = basicAuth(adminEmail, `${adminPassword}-wrong-2`);
+  const text = `GET /applications HTTP/1.1\r\nHost: x\r\nAuthorization: ${caller}\r\n\r\nHELLO\r\n\r\n`;
+  const { responses, closedByServer } = await exchange([text], { quietMs: 3000 });
+  if (frontEnd() === 'node') {
+    assert.deepEqual(responses.map((r) => r.status), [401, 400]);
+    assertBadRequest(responses[1], 'after a pending answer');
+    assert.equal(closedByServer, true);
+  } else {
+    // uWS waits for the rest of what it cannot parse yet; the pending answer goes out.
+    assert.deepEqual(responses.map((r) => r.status), [401]);
+  }
+});
+
+// Issue 23, smaller findings: the `uWebSockets: 20` header named the server software.
+test('no answer names the server software', async () => {
+  const { responses } = await exchange(['GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /no-such-route HTTP/1.1\r\nHost: x\r\n\r\n'], { gapMs: 50 });
+  assert.equal(responses.length, 2);
+  for (const res of responses) {
+    for (const name of Object.keys(res.headers)) assert.doesNotMatch(name, /^(server|uwebsockets|x-powered-by)$/, `header ${name}`);
   }
 });
 
@@ -104,6 +199,13 @@ test('header fields over the limit get 431 in the envelope and the connection cl
   assert.equal(over.closedByServer, true);
   const under = await exchange([`GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(headerBytesMax / 2)}\r\n\r\n`]);
   assert.deepEqual(under.responses.map((r) => r.status), [200]);
+});
+
+test('a request behind a refusal that closes the connection, in the same packet, is not served', async () => {
+  const over = `GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(headerBytesMax + 100)}\r\n\r\n`;
+  const { responses, closedByServer } = await exchange([`${over}GET /no-such-route HTTP/1.1\r\nHost: x\r\n\r\n`]);
+  assert.deepEqual(responses.map((r) => r.status), [431]);
+  assert.equal(closedByServer, true);
 });
 
 test('pipelined requests answered at once are answered in order on one connection', async () => {
@@ -124,13 +226,35 @@ test('a request pipelined behind one still being answered: node:http answers bot
   const caller = basicAuth(adminEmail, `${adminPassword}-wrong`);
   const text = `GET /applications HTTP/1.1\r\nHost: x\r\nAuthorization: ${caller}\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n`;
   const { responses, closedByServer } = await exchange([text], { quietMs: 3000 });
-  const frontEnd = server.logLines().find((l) => l['msg'] === 'front end')?.['frontEnd'];
-  if (frontEnd === 'node') {
+  if (frontEnd() === 'node') {
     assert.deepEqual(responses.map((r) => r.status), [401, 200]);
     assert.equal(closedByServer, false);
   } else {
     assert.deepEqual(responses.map((r) => r.status), []);
     assert.equal(closedByServer, true);
+  }
+});
+
+// Issue 23, HTTP framing: on uWS a change was made although its answer was dropped with the connection.
+test('a change pipelined ahead of another request: node:http makes and answers it, uWS drops the connection and does not make it', async () => {
+  // A fresh server has never checked the admin's password: the caller check runs on a worker, and uWS parses
+  // the pipelined GET (and closes the connection) before it returns.
+  const fresh = await startServer();
+  try {
+    const body = JSON.stringify({ name: 'pipelined-change-app' });
+    const text = `POST /applications/application HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}GET /health HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const { responses } = await exchange([text], { quietMs: 3000, port: fresh.port });
+    await new Promise((r) => setTimeout(r, 500));
+    const apps = await fresh.api().get('/applications?name=pipelined-change-app');
+    if (frontEnd() === 'node') {
+      assert.deepEqual(responses.map((r) => r.status), [200, 200]);
+      assert.match(apps.text, /"name":"pipelined-change-app"/);
+    } else {
+      assert.deepEqual(responses, []);
+      assert.doesNotMatch(apps.text, /"name":"pipelined-change-app"/);
+    }
+  } finally {
+    await fresh.dispose();
   }
 });
 

@@ -6,6 +6,7 @@ export const errorCatalog = {
   unknown_reference: { status: 400, message: 'A field names an entity that does not exist.' },
   invalid_id: { status: 400, message: 'An identifier in the path is malformed.' },
   invalid_query: { status: 400, message: 'A query parameter is invalid.' },
+  bad_request: { status: 400, message: 'The request is not well-formed HTTP/1.1.' },
   unauthorized: { status: 401, message: 'Valid credentials of a User of the base Application are required.' },
   forbidden: { status: 403, message: 'The caller\'s roles do not allow this.' },
   not_found: { status: 404, message: 'No such entity.' },

@@ -14,6 +14,11 @@ export interface HttpRequest {
   readonly body: Buffer | undefined;
   /** performance.now() when the request arrived. */
   readonly startedAt: number;
+  /**
+   * The connection closed before the answer was written: nothing more can reach the client. A change made
+   * after this is still made, and its answer lost; read it at the last moment before a change is committed.
+   */
+  readonly aborted: boolean;
 }
 
 /**
@@ -119,7 +124,7 @@ export class ReceivingList<E extends Linked<E>> {
 
 
 /** Failures a front end detects before a handler runs; each answer closes the connection. */
-export type EarlyReplyKind = 'payload_too_large' | 'request_timeout' | 'headers_too_large' | 'internal';
+export type EarlyReplyKind = 'bad_request' | 'payload_too_large' | 'request_timeout' | 'headers_too_large' | 'internal';
 
 /** A refusal made before a handler runs; it closes the connection unless the front end drains the rest of the request. */
 export function refusal(opts: AdapterOptions, kind: EarlyReplyKind, closeConnection = true): Reply {

@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
 import {
   addressFromText, drainsRefusedBody, refusal, RequestTracker, statusLine,
-  type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RunningServer, type StreamSink,
+  type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer, type StreamSink,
 } from './adapter.js';
 
 const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
@@ -45,28 +45,44 @@ function headerList(reply: Reply, contentLength: number | undefined): string[] {
 function rawReply(reply: Reply): Buffer {
   const body = bodyBytes(reply.body);
   const list = headerList(reply, body.length);
-  let head = `HTTP/1.1 ${statusLine(reply.status)}\r\n`;
+  let head = `HTTP/1.1 ${statusLine(reply.status)}\r\nDate: ${new Date().toUTCString()}\r\n`;
   for (let i = 0; i < list.length; i += 2) head += `${list[i]}: ${list[i + 1]}\r\n`;
   return Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]);
 }
 
 /**
- * The parser's refusals that the uWS front end answers too (it detects them itself) get the same envelope.
- * Any other malformed request (two Content-Lengths among them) is dropped without an answer, as uWS drops it.
+ * The refusal for a parse error of node:http's parser (llhttp, codes `HPE_*`): 431 for header fields over
+ * the limit, 400 for anything else malformed (two Content-Lengths, Content-Length beside Transfer-Encoding,
+ * a bad request line or field). Other errors (timeouts, resets) get none: the connection is only closed.
  */
-const answeredParseErrors: ReadonlyMap<string, EarlyReplyKind> = new Map([['HPE_HEADER_OVERFLOW', 'headers_too_large']]);
+function parseErrorKind(code: string | undefined): EarlyReplyKind | undefined {
+  if (code === 'HPE_HEADER_OVERFLOW') return 'headers_too_large';
+  return code?.startsWith('HPE_') === true ? 'bad_request' : undefined;
+}
+
+/** On a socket: how many of its requests' responses have not closed yet (a number: nothing else is kept alive). */
+const openResponses = Symbol('openResponses');
+/** On a socket: the answer to its parse error, written once no response before it is open. */
+const parseErrorAnswer = Symbol('parseErrorAnswer');
+type TrackedSocket = Socket & { [openResponses]?: number; [parseErrorAnswer]?: () => void };
 
 /** A request as handlers see it; the peer address is read from the socket only when asked for, and kept. */
 class CapturedRequest implements HttpRequest {
   body: Buffer | undefined = undefined;
   #address: string | undefined;
   readonly #socket: Socket;
+  readonly #state: RequestState;
 
   constructor(
     readonly method: string, readonly path: string, readonly query: string, readonly authorization: string,
-    readonly contentType: string, readonly startedAt: number, socket: Socket,
+    readonly contentType: string, readonly startedAt: number, socket: Socket, state: RequestState,
   ) {
     this.#socket = socket;
+    this.#state = state;
+  }
+
+  get aborted(): boolean {
+    return this.#state.aborted;
   }
 
   get remoteAddress(): string {
@@ -99,16 +115,27 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const headers = req.headers;
+    const state = tracker.begin();
     const request = new CapturedRequest(
       req.method ?? 'GET', q === -1 ? url : url.slice(0, q), q === -1 ? '' : url.slice(q + 1),
-      headers.authorization ?? '', headers['content-type'] ?? '', startedAt, req.socket,
+      headers.authorization ?? '', headers['content-type'] ?? '', startedAt, req.socket, state,
     );
-    const state = tracker.begin();
+    const socket = req.socket as TrackedSocket;
+    socket[openResponses] = (socket[openResponses] ?? 0) + 1;
     res.on('close', () => {
       // Closed before the reply was finished: the client went away (or the stream was cut).
       if (!res.writableFinished) tracker.aborted(state);
+      const open = socket[openResponses]! - 1;
+      socket[openResponses] = open;
+      if (open === 0) socket[parseErrorAnswer]?.();
     });
 
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is answered 400. node:http's own check
+    // (requireHostHeader) answers without the envelope, so it is off and this one stands in.
+    if (headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+      finish(res, state, request, refusal(opts, 'bad_request'));
+      return;
+    }
     if (!methodsWithBody.has(request.method)) {
       tracker.dispatch(res, state, request);
       return;
@@ -146,19 +173,29 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
     headersTimeout: connectionIdleMs,
     // Bodies are timed by the sweep above, as in the uWS front end.
     requestTimeout: 0,
-    // uWS neither requires Host nor joins repeated headers.
+    // Host is checked in onRequest, to answer in the envelope.
     requireHostHeader: false,
     noDelay: true,
   }, onRequest);
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    const kind = err.code === undefined ? undefined : answeredParseErrors.get(err.code);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: TrackedSocket) => {
+    // The parser stays in its error state: more bytes on this socket report the same error again.
+    if (socket[parseErrorAnswer] !== undefined) return;
+    const kind = parseErrorKind(err.code);
     if (kind === undefined || !socket.writable) {
       socket.destroy();
       return;
     }
     const reply = refusal(opts, kind);
-    opts.onFinished({ method: '', path: '' }, reply.status, 0, undefined);
-    socket.end(rawReply(reply));
+    socket[parseErrorAnswer] = (): void => {
+      if (!socket.writable) return;
+      opts.onFinished({ method: '', path: '' }, reply.status, 0, undefined);
+      socket.write(rawReply(reply));
+      // As node:http ends a `Connection: close` response: FIN once written, then the socket is destroyed.
+      socket.destroySoon();
+    };
+    // Requests read before the malformed one are answered first, in order: a response closes once node:http has
+    // handed all of it to the socket, so with none open the 400 goes after the last of them.
+    if ((socket[openResponses] ?? 0) === 0) socket[parseErrorAnswer]();
   });
 
   return new Promise((resolve, reject) => {

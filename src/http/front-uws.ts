@@ -18,6 +18,12 @@ const contentTypeName = Buffer.from('Content-Type');
 const jsonContentType = Buffer.from('application/json');
 const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
 
+/**
+ * The buffer uWS gathers a corked socket's writes in (LoopData::CORK_BUFFER_SIZE, 16 KiB in uWebSockets 20):
+ * a single write larger than what is left of it is sent to the socket at once, with what the buffer held.
+ */
+const uwsCorkBufferBytes = 16 * 1024;
+
 /** The body as bytes in replyScratch (valid until the next call), or as one string when it may not fit. */
 function encodedBody(body: BodyText): string | Buffer {
   if (typeof body === 'string') return body.length * 3 > replyEncodeBytesMax ? body : replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
@@ -104,6 +110,10 @@ class CapturedRequest implements HttpRequest {
     this.#state = state;
   }
 
+  get aborted(): boolean {
+    return this.#state.aborted;
+  }
+
   get remoteAddress(): string {
     // Once answered or aborted, res must not be touched again.
     this.#address ??= this.#state.done ? '' : remoteAddressOf(this.#res);
@@ -139,6 +149,9 @@ class HeaderScan {
 }
 
 export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<RunningServer> {
+  // Without it every answer carries `uWebSockets: 20`, naming the server software (node:http names none).
+  // The addon's undocumented `_cfg('silent')` is Loop::setSilent(true), which leaves that header out.
+  if (typeof uws._cfg === 'function') uws._cfg('silent');
   const app = uws.App();
   // One scan object for every request: uWS calls the handler synchronously, one request at a time.
   const scan = new HeaderScan();
@@ -175,6 +188,24 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
   // finish and the tracker refer to each other; neither runs before a request arrives.
   const tracker = new RequestTracker<Uws.HttpResponse>(opts, finish, bodyReceiveSweepMs);
 
+  /**
+   * Answers a refusal from inside the request's handler and closes the connection before uWS parses what
+   * follows the request. uWS runs the handler with the socket corked and, once it returns, parses the rest of
+   * the packet: a request found there would be served, and would reset the connection's close-after-answer
+   * state, while the refusal still waited in the cork. A write larger than the cork buffer goes out at once
+   * instead, and end() then closes the connection, which stops the parser. Hence the body is padded past the
+   * cork buffer with spaces (JSON allows trailing whitespace). If the socket's send buffer is full (a client
+   * that does not read), uWS keeps the connection until it drains: see docs/http-front-ends.md.
+   */
+  const refuseAndClose = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest, reply: Reply): void => {
+    const text = joined(reply.body);
+    const body = Buffer.alloc(Math.max(Buffer.byteLength(text), uwsCorkBufferBytes + 1), 0x20);
+    body.write(text, 0, 'utf8');
+    writeHead(res, reply);
+    res.end(body, true);
+    tracker.settle(state, request, reply);
+  };
+
   app.any('/*', (res, req) => {
     const startedAt = performance.now();
     const method = req.getMethod();
@@ -190,13 +221,12 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     res.onAborted(() => tracker.aborted(state));
 
     if (scan.bytes > headerBytesMax) {
-      finish(res, state, request, refusal(opts, 'headers_too_large'));
+      refuseAndClose(res, state, request, refusal(opts, 'headers_too_large'));
       return;
     }
     if (scan.contentLengths > 1) {
-      // Request smuggling: cut the connection, as both parsers do with any other malformed framing. An answer
-      // cannot be sent first: it waits in the socket's cork while uWS goes on to serve what follows.
-      res.close();
+      // Request smuggling: uWS takes the first length, an intermediary may take the last.
+      refuseAndClose(res, state, request, refusal(opts, 'bad_request'));
       return;
     }
     if (!methodsWithBody.has(method)) {

@@ -221,6 +221,9 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
   const handle = (req: HttpRequest, route: Served, params: Record<string, string>, caller: Caller | undefined | OverloadedError): Reply | Promise<Reply> => {
     if (caller instanceof OverloadedError) return failed(req, route, params, undefined, caller);
     const { decl } = route;
+    // The client left while its caller was checked (uWS closes a connection when a request is pipelined
+    // behind one still being answered): a change it would never hear of is not made, and nothing is sent.
+    if (req.aborted && decl.method !== 'GET') return { ...errorReply(req, 'internal'), route: route.key };
     try {
       let caps = 0;
       if (decl.access !== 'public') {
