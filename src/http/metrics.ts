@@ -7,7 +7,7 @@
 import { eventLoopDelaySampleMs } from '../config/limits.js';
 import type { PersistenceStats } from '../persist/persistence.js';
 import { Histogram } from './histogram.js';
-import { routeKey } from './pipeline.js';
+import { routeKey } from './router.js';
 import type { RuntimeStats } from './runtime-stats.js';
 
 /** Latency bucket bounds in seconds: sub-millisecond for cached checks up to the multi-second tail of argon2 under load. */

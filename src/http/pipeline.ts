@@ -10,7 +10,7 @@ import type { AuditEntry } from '../service/audit.js';
 import { type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
 import { bodyNestsTooDeep } from './json-depth.js';
 import { auditsItself, notAudited, type Caller, type RouteDecl, type RouteDeps, type RouteResult } from './route.js';
-import { Router } from './router.js';
+import { routeKey, Router } from './router.js';
 
 /** Characters gathered from rendered items before a chunk is handed to the socket. */
 const streamChunkChars = 64 * 1024;
@@ -130,11 +130,6 @@ function parseBody(req: HttpRequest): unknown {
   } catch {
     throw new DomainError('invalid_json');
   }
-}
-
-/** The label a route's replies carry (Reply.route), e.g. `GET /users/user/:userid`. */
-export function routeKey(route: { readonly method: string; readonly pattern: string }): string {
-  return `${route.method} ${route.pattern}`;
 }
 
 /** The kind of entity a path parameter names, as the audit line calls it. */

@@ -2,6 +2,11 @@
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
+/** The label a route's replies carry (Reply.route), e.g. `GET /users/user/:userid`. */
+export function routeKey(route: { readonly method: string; readonly pattern: string }): string {
+  return `${route.method} ${route.pattern}`;
+}
+
 export interface Route<H> {
   readonly method: Method;
   /** e.g. `/users/user/:userid/apikey/:apikeyid` */
