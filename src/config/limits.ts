@@ -79,6 +79,18 @@ export const bruteForceWaitersMax = 1024;
 /** Account names and addresses are cut to this in counter keys: longer ones match no account anyway. */
 export const bruteForceKeyCharsMax = 256;
 
+// Abuse of the brute-force protection itself (src/auth/limiter.ts, src/auth/hash-pool.ts, src/auth/trusted-pairs-file.ts)
+/** A slowed address (see limiter.ts) refuses an attempt that would wait longer than this for its turn, like a wrong password. */
+export const bruteForceAddressBacklogMs = 30_000;
+/** Counters pushed out of a full table that had reached a lockout step, kept aside so a flood cannot reset them. */
+export const bruteForceEscalationsMax = 50_000;
+/** One client address may hold at most this share of the hash queue with attempts of pairs not known to be good. */
+export const hashQueueAddressShareMax = 0.25;
+/** Trusted pairs are saved to the data directory this often (and at a graceful shutdown), so a restart keeps them. */
+export const trustedPairsSaveIntervalMs = 5 * 60_000;
+/** Bytes of the keyed hash that name a trusted pair in that file: 128 bits, collisions are out of reach. */
+export const trustedPairDigestBytes = 16;
+
 // Audit trail (src/service/audit.ts) and log output (src/service/log-writer.ts)
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
 export const auditFieldCharsMax = 128;
