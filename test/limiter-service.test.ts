@@ -201,3 +201,27 @@ test('one address takes at most its share of the hash queue: its excess is shed 
     await small.close();
   }
 });
+
+test('a full hash queue makes room for a trusted admin: the newest queued guess is answered 503 with Retry-After instead', async () => {
+  const argon2 = { memoryKiB: 8192, iterations: 10, parallelism: 1 };
+  const small = new HashPool({ workers: 1, queueMax: 4, argon2 });
+  const fresh = await openApp({ pool: small, argon2 });
+  try {
+    const base = fresh.state.meta!.baseApplication;
+    const id = resultOf<{ user: { id: string } }>(await fresh.post('/users/user', { email: 'ops@example.com', password: 'ops-password-1', applications: [base] })).user.id;
+    const ops = (password: string): Promise<AppResponse> => fresh.get('/applications', { auth: { username: 'ops@example.com', password }, remoteAddress: '203.0.113.5' });
+    assert.equal((await ops('ops-password-1')).status, 200);
+    resultOf(await fresh.put(`/users/user/${id}`, { password: 'ops-password-2' }));
+    const guesses = Array.from({ length: 4 }, (_, i) => fresh.get('/applications', { auth: { username: `nobody-${i}@example.com`, password: `guess-${i}` }, remoteAddress: `198.51.100.${i}` }));
+    while (small.queueDepth < 4) await new Promise((resolve) => setImmediate(resolve));
+    const admin = await ops('ops-password-2');
+    const answers = await Promise.all(guesses);
+    assert.equal(admin.status, 200);
+    assert.deepEqual(answers.map((r) => r.status), [401, 401, 401, 503]);
+    assert.deepEqual(answers[3]!.headers.find(([k]) => k === 'Retry-After'), ['Retry-After', '1']);
+    assert.match(answers[3]!.body, /"code":"overloaded"/);
+  } finally {
+    await fresh.close();
+    await small.close();
+  }
+});
