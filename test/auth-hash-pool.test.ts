@@ -1,4 +1,4 @@
-// Pins the hash pool: argon2id and bcrypt verification in workers, the bounded queue, crashes, close().
+// Pins the hash pool: argon2id and bcrypt verification in workers, the bounded queue with known-good jobs first and a share per address, bcrypt held to argon2id time, crashes, close().
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
