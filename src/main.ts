@@ -10,7 +10,7 @@ import { email } from './domain/schema.js';
 import { packageVersion } from './config/package-version.js';
 import {
   bodyReceiveTimeoutMs, hashQueueMax, indexTurnMs, passwordBytesMax, passwordCharsMin, searchIndexIdleCheckMs,
-  shutdownGraceMs, verifyCacheEntriesMax,
+  shutdownGraceMs, trustedPairsSaveIntervalMs, verifyCacheEntriesMax,
 } from './config/limits.js';
 import type { HttpRequest, RunningServer } from './http/adapter.js';
 import { chooseFrontEnd, FrontEndError } from './http/front-end.js';
@@ -25,6 +25,7 @@ import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
 import { BruteForceLimiter } from './auth/limiter.js';
+import { TrustedPairsFile } from './auth/trusted-pairs-file.js';
 import { Audit, logSafe } from './service/audit.js';
 import { fdOutput, LogWriter } from './service/log-writer.js';
 import { Authenticator, type CallerAnswer } from './service/authenticator.js';
@@ -151,6 +152,10 @@ async function main(): Promise<void> {
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });
   const limiter = new BruteForceLimiter(config.bruteForce);
+  // Pairs that succeeded before a restart stay trusted through it (src/auth/trusted-pairs-file.ts).
+  const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, key: secrets.subkey('authd-trusted-pairs-v1'), limiter });
+  trustedPairs.load();
+  trustedPairs.start(trustedPairsSaveIntervalMs);
   const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger, { limiter, audit });
 
   let shuttingDown = false;
@@ -219,6 +224,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     await server.close(shutdownGraceMs);
+    await trustedPairs.close().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : 'unknown' }, 'trusted pairs not saved'));
     await persistence.close();
     await pool.close();
     runtime.stop();

@@ -1,4 +1,4 @@
-// Pins the hash pool: argon2id and bcrypt verification in workers, the bounded queue, crashes, close().
+// Pins the hash pool: argon2id and bcrypt verification in workers, the bounded queue with known-good jobs first and a share per address, bcrypt held to argon2id time, crashes, close().
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -180,6 +180,73 @@ describe('queue bound', () => {
     const results = await Promise.all(phcs.map((phc, i) => pool.verifyPassword(`pw${i}`, phc)));
     assert.deepEqual(results, Array(12).fill(true));
     assert.equal(pool.workerCount, 2);
+  });
+});
+
+// Issue 23, part 3 ("Argon2 exhaustion"): a flood of bad logins made a legitimate one wait 15.5 s behind it.
+describe('known-good verifications first, and a bounded share per address', () => {
+  test('a known-good verification is dispatched before every other waiting one', async () => {
+    const pool = makePool({ workers: 1, queueMax: 64, argon2: slow });
+    await pool.ready();
+    const phc = await pool.hashPassword('right-password');
+    const order: string[] = [];
+    const flood = Array.from({ length: 10 }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:198.51.100.${i}` }).then(() => order.push(`flood-${i}`)));
+    const good = pool.verifyPassword('right-password', phc, { knownGood: true, address: 'i:203.0.113.5' }).then((ok) => order.push(`good-${ok}`));
+    await Promise.all([...flood, good]);
+    // The first guess was already running when the known-good one came; it goes next.
+    assert.deepEqual(order.slice(0, 2), ['flood-0', 'good-true'], order.join(' '));
+  });
+
+  test('one address holds at most its share of the queue; other addresses still get in', async () => {
+    const pool = makePool({ workers: 1, queueMax: 8, argon2: slow });
+    await pool.ready();
+    const share = 8 * 0.25;
+    const mine = Array.from({ length: share }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: 'i:198.51.100.1' }));
+    assert.equal(pool.refuses({ knownGood: false, address: 'i:198.51.100.1' }), true);
+    await assert.rejects(pool.verifyDummy('one-more', { knownGood: false, address: 'i:198.51.100.1' }), OverloadedError);
+    const other = pool.verifyDummy('elsewhere', { knownGood: false, address: 'i:198.51.100.2' });
+    await Promise.all([...mine, other]);
+    assert.equal(pool.refuses({ knownGood: false, address: 'i:198.51.100.1' }), false, 'the share comes back as its jobs end');
+  });
+
+  test('a known-good verification that finds the queue full takes the place of the newest other one', async () => {
+    const pool = makePool({ workers: 1, queueMax: 4, argon2: slow });
+    await pool.ready();
+    const phc = await pool.hashPassword('right-password');
+    const settled: string[] = [];
+    const others = Array.from({ length: 4 }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:198.51.100.${i}` })
+      .then(() => settled.push(`other-${i}`), (err: unknown) => settled.push(err instanceof OverloadedError ? `shed-${i}` : 'error')));
+    assert.equal(pool.full, true);
+    assert.equal(pool.refuses({ knownGood: true, address: 'i:203.0.113.5' }), false);
+    const good = pool.verifyPassword('right-password', phc, { knownGood: true, address: 'i:203.0.113.5' }).then((ok) => settled.push(`good-${ok}`));
+    await Promise.all([...others, good]);
+    assert.deepEqual(settled, ['shed-3', 'other-0', 'good-true', 'other-1', 'other-2'], settled.join(' '));
+  });
+});
+
+// Issue 23, part 3: an account whose imported bcrypt hash is cheaper than argon2id answered a wrong password sooner.
+describe('bcrypt answers as late as argon2id', () => {
+  test('a bcrypt verification is held until an argon2id verification of the pool\'s params would have ended; argon2id ones are not', async () => {
+    const holds: Array<{ ms: number; resume: () => void }> = [];
+    const pool = new HashPool({ workers: 1, queueMax: 8, argon2: slow, hold: (ms, resume) => holds.push({ ms, resume }) });
+    pools.push(pool);
+    await pool.ready();
+    const phc = await pool.hashPassword('argon-password');
+    assert.equal(await pool.verifyPassword('wrong', phc), false);
+    assert.equal(await pool.verifyDummy('wrong'), false);
+    assert.equal(holds.length, 0, 'argon2id answers are never held');
+    const hash = await bcryptHash('bcrypt-password', 4);
+    let answered = false;
+    const verdict = pool.verifyPassword('wrong', hash).then((ok) => { answered = true; return ok; });
+    while (holds.length === 0 && !answered) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(holds.length, 1, 'the answer is held');
+    assert.ok(holds[0]!.ms > 0, `held ${holds[0]!.ms} ms`);
+    assert.equal(pool.queueDepth, 1, 'the worker stays taken while held');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(answered, false);
+    holds[0]!.resume();
+    assert.equal(await verdict, false);
+    assert.equal(pool.queueDepth, 0);
   });
 });
 

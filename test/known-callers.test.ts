@@ -21,13 +21,13 @@ after(async () => {
   await pool.close();
 });
 
-async function openApp(addressFailureFactor = 100, audit?: (entry: AuditEntry) => void): Promise<InProcessApp> {
+async function openApp(addressFailureFactor = 100, audit?: (entry: AuditEntry) => void, tarpitStepMs = 0): Promise<InProcessApp> {
   const storage = new PowerLossStorage();
   const dir = `/known/${++dirCount}`;
   await storage.mkdirp(dir);
   return InProcessApp.open({
     storage, dir, pool, audit,
-    limits: { failureFactor: 30, addressFailureFactor, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000, failureResetMs: 12 * 3600_000, tarpitStepMs: 0, tarpitMaxMs: 0 },
+    limits: { failureFactor: 30, addressFailureFactor, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000, failureResetMs: 12 * 3600_000, tarpitStepMs, tarpitMaxMs: tarpitStepMs * 4 },
   });
 }
 
@@ -132,19 +132,22 @@ test('a new password refuses the old header at once, from the peer it was known 
   }
 });
 
-test('a known caller is refused once its address is locked out, like any other attempt from there', async () => {
-  const app = await openApp(3);
+// Issue 23, part 3 ("address lockout as a weapon"): guesses for accounts that do not exist locked out the admin's own address.
+test('a known caller keeps working when guesses for other accounts slow its address down; a newcomer there is slowed, not refused', async () => {
+  const app = await openApp(3, undefined, 1);
   try {
     await addAdmin(app, 'ops@example.com', 'ops-password-1');
+    await addAdmin(app, 'newcomer@example.com', 'newcomer-password-1');
     const header = basic('ops@example.com', 'ops-password-1');
     assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.9' })).status, 200);
     assert.ok(app.authenticator.knownCaller(header, '192.0.2.9') !== undefined);
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 12; i++) {
       assert.equal((await app.get('/applications', { auth: basic(`nobody-${i}@example.com`, 'guess-1234'), remoteAddress: '192.0.2.9' })).status, 401);
     }
-    assert.equal(app.authenticator.knownCaller(header, '192.0.2.9'), undefined);
-    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.9' })).status, 401, 'the address is locked');
-    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.10' })).status, 200, 'elsewhere it is not');
+    assert.ok(app.authenticator.knownCaller(header, '192.0.2.9') !== undefined, 'still known: the slowing does not apply to it');
+    assert.equal((await app.get('/applications', { auth: header, remoteAddress: '192.0.2.9' })).status, 200, 'the admin keeps working');
+    const newcomer = basic('newcomer@example.com', 'newcomer-password-1');
+    assert.equal((await app.get('/applications', { auth: newcomer, remoteAddress: '192.0.2.9' })).status, 200, 'a newcomer gets in, in turn');
   } finally {
     await app.close();
   }
@@ -214,7 +217,7 @@ test('an authentication that passed is recognised by its exact body from the sam
   }
 });
 
-test('a failed authentication is never remembered; a recognised one is refused at once when its key, account, Application or address changes', async () => {
+test('a failed authentication is never remembered; a recognised one is refused at once when its key, account or Application changes, or its pair fails', async () => {
   const app = await openApp(3);
   try {
     const { appId, userId, keyId, body } = await endUser(app);
@@ -246,14 +249,18 @@ test('a failed authentication is never remembered; a recognised one is refused a
       await ok(app.put(path, undo));
     }
 
-    // Three failures from the end user's address lock it out (addressFailureFactor 3): its remembered success with them.
+    // Failures for other accounts from the end user's address slow the address (addressFailureFactor 3), never the
+    // pair that succeeded there: its remembered success stands. A failure of the pair itself ends it.
     await passes(body('apikey', '198.51.100.4'), '10.0.0.1');
     for (let i = 0; i < 3; i++) {
       const guess = Buffer.from(JSON.stringify({ type: 'username', application: appId, credential: { username: `nobody-${i}@example.com`, password: 'guess-1234' }, ip_address: '198.51.100.4' }));
       assert.equal((await authenticateRaw(app, guess, '10.0.0.1')).authenticated, false);
     }
-    await refused(body('apikey', '198.51.100.4'), '10.0.0.1');
-    await passes(body('apikey', '198.51.100.5'), '10.0.0.1');
+    assert.ok(app.authenticator.recognised(body('apikey', '198.51.100.4'), admin, '10.0.0.1') !== undefined);
+    const wrongThere = Buffer.from(new TextDecoder().decode(body('apikey', '198.51.100.4')).replace(/"password":"[^"]+"/, '"password":"not-the-secret-at-all-000000000000000000"'));
+    assert.equal((await authenticateRaw(app, wrongThere, '10.0.0.1')).authenticated, false);
+    assert.equal(app.authenticator.recognised(body('apikey', '198.51.100.4'), admin, '10.0.0.1'), undefined);
+    await passes(body('apikey', '198.51.100.4'), '10.0.0.1');
 
     // The caller's own credentials are recognised with the body: a caller DISABLED is refused at once.
     const opsId = await addAdmin(app, 'ops@example.com', 'ops-password-1');

@@ -155,3 +155,73 @@ test('load shedding: past the hash queue a flood is answered 503 with Retry-Afte
     await small.close();
   }
 });
+
+// Issue 23, part 3 ("Argon2 exhaustion"): a flood of bad Basic logins made a legitimate login wait 15.5 s behind it.
+test('a flood of bad Basic logins queues behind an admin whose pair succeeded before: the admin is served next', async () => {
+  const argon2 = { memoryKiB: 8192, iterations: 2, parallelism: 1 };
+  const small = new HashPool({ workers: 1, queueMax: 256, argon2 });
+  const fresh = await openApp({ pool: small, argon2 });
+  try {
+    const base = fresh.state.meta!.baseApplication;
+    const id = resultOf<{ user: { id: string } }>(await fresh.post('/users/user', { email: 'ops@example.com', password: 'ops-password-1', applications: [base] })).user.id;
+    const ops = (password: string): Promise<AppResponse> => fresh.get('/applications', { auth: { username: 'ops@example.com', password }, remoteAddress: '203.0.113.5' });
+    assert.equal((await ops('ops-password-1')).status, 200, 'the pair (ops, 203.0.113.5) succeeds once');
+    // A new password: the next login needs a hash again (nothing cached), but the pair is still known to be good.
+    resultOf(await fresh.put(`/users/user/${id}`, { password: 'ops-password-2' }));
+    const order: string[] = [];
+    const flood = Array.from({ length: 40 }, (_, i) => fresh.get('/applications', { auth: { username: `nobody-${i}@example.com`, password: `guess-${i}` }, remoteAddress: `198.51.100.${i}` })
+      .then((r) => { order.push(`flood-${r.status}`); }));
+    const admin = ops('ops-password-2').then((r) => { order.push(`admin-${r.status}`); });
+    await Promise.all([...flood, admin]);
+    assert.ok(order.indexOf('admin-200') >= 0 && order.indexOf('admin-200') <= 2, `the admin after at most the guesses already running: ${order.join(' ')}`);
+    assert.equal(order.filter((o) => o === 'flood-401').length, 40);
+  } finally {
+    await fresh.close();
+    await small.close();
+  }
+});
+
+test('one address takes at most its share of the hash queue: its excess is shed with 503 and Retry-After, another address still gets a hash', async () => {
+  // Slow enough (~100 ms a hash) that no guess is answered, and gives its share back, before the last one asks.
+  const argon2 = { memoryKiB: 8192, iterations: 10, parallelism: 1 };
+  const small = new HashPool({ workers: 1, queueMax: 16, argon2 });
+  const fresh = await openApp({ pool: small, argon2 });
+  try {
+    const id = resultOf<{ application: { id: string } }>(await fresh.post('/applications/application', { name: 'shared app' })).application.id;
+    const guess = (i: number, ip: string): Promise<AppResponse> => fresh.post('/authenticate', { type: 'username', application: id, credential: { username: `nobody-${i}@example.com`, password: `guess-${i}` }, ip_address: ip });
+    const flood = Array.from({ length: 12 }, (_, i) => guess(i, '198.51.100.1'));
+    const elsewhere = await guess(99, '198.51.100.2');
+    const answers = await Promise.all(flood);
+    assert.equal(elsewhere.status, 200, 'another address is not shed');
+    const shed = answers.filter((r) => r.status === 503);
+    assert.ok(shed.length >= 12 - 16 * 0.25 - 1, `${shed.length} of 12 shed (a share is 4 of 16 places)`);
+    for (const r of shed) assert.deepEqual(r.headers.find(([k]) => k === 'Retry-After'), ['Retry-After', '1']);
+  } finally {
+    await fresh.close();
+    await small.close();
+  }
+});
+
+test('a full hash queue makes room for a trusted admin: the newest queued guess is answered 503 with Retry-After instead', async () => {
+  const argon2 = { memoryKiB: 8192, iterations: 10, parallelism: 1 };
+  const small = new HashPool({ workers: 1, queueMax: 4, argon2 });
+  const fresh = await openApp({ pool: small, argon2 });
+  try {
+    const base = fresh.state.meta!.baseApplication;
+    const id = resultOf<{ user: { id: string } }>(await fresh.post('/users/user', { email: 'ops@example.com', password: 'ops-password-1', applications: [base] })).user.id;
+    const ops = (password: string): Promise<AppResponse> => fresh.get('/applications', { auth: { username: 'ops@example.com', password }, remoteAddress: '203.0.113.5' });
+    assert.equal((await ops('ops-password-1')).status, 200);
+    resultOf(await fresh.put(`/users/user/${id}`, { password: 'ops-password-2' }));
+    const guesses = Array.from({ length: 4 }, (_, i) => fresh.get('/applications', { auth: { username: `nobody-${i}@example.com`, password: `guess-${i}` }, remoteAddress: `198.51.100.${i}` }));
+    while (small.queueDepth < 4) await new Promise((resolve) => setImmediate(resolve));
+    const admin = await ops('ops-password-2');
+    const answers = await Promise.all(guesses);
+    assert.equal(admin.status, 200);
+    assert.deepEqual(answers.map((r) => r.status), [401, 401, 401, 503]);
+    assert.deepEqual(answers[3]!.headers.find(([k]) => k === 'Retry-After'), ['Retry-After', '1']);
+    assert.match(answers[3]!.body, /"code":"overloaded"/);
+  } finally {
+    await fresh.close();
+    await small.close();
+  }
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { addressKey, BruteForceLimiter, type Admission, type LimiterSettings } from '../src/auth/limiter.js';
-import { bruteForceCountersMax } from '../src/config/limits.js';
+import { bruteForceAddressBacklogMs, bruteForceCountersMax } from '../src/config/limits.js';
 
 const keycloakLike: LimiterSettings = {
   failureFactor: 30, addressFailureFactor: 100, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000,
@@ -57,12 +57,39 @@ test('lockouts grow by the wait increment per failure factor, up to the max wait
   assert.ok(waits.slice(14).every((w) => w === 15 * 60_000), `capped at 15 min: ${waits.slice(14)}`);
 });
 
-test('an address that fails against many accounts is locked out at its own factor; other addresses are not', () => {
-  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
-  for (let i = 0; i < 100; i++) assert.ok(fail(limiter, `u:user${i}@example.com`, '198.51.100.66').admitted);
-  const locked = limiter.admit('u:someone-else@example.com', '198.51.100.66');
-  assert.deepEqual([locked.admitted, locked.admitted ? undefined : locked.lockedBy], [false, 'address']);
-  assert.equal(limiter.admit('u:someone-else@example.com', '198.51.100.67').admitted, true);
+/** Admits an attempt and hands it back uncounted: its delay, or 'refused'. */
+function turn(limiter: BruteForceLimiter, account: string, address: string): number | 'refused' {
+  const a = limiter.admit(account, address);
+  if (!a.admitted) return 'refused';
+  limiter.released(a.ticket);
+  return a.delayMs;
+}
+
+// Issue 23, part 3 ("address lockout as a weapon"): 100 guesses for accounts that do not exist locked out everyone at that address.
+test('an address that fails against many accounts is slowed, never locked: its attempts are spaced, one per step, and a trusted pair there is exempt', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter(keycloakLike, c.now);
+  const admin = limiter.admit('u:admin@example.com', '198.51.100.66');
+  assert.ok(admin.admitted);
+  limiter.succeeded(admin.ticket);
+  for (let i = 0; i < 100; i++) assert.ok(fail(limiter, `u:nobody${i}@example.com`, '198.51.100.66').admitted);
+  // A newcomer at that address is let through in turn: one attempt per 250 ms, no refusal.
+  assert.deepEqual([0, 1, 2].map((i) => turn(limiter, `u:newcomer${i}@example.com`, '198.51.100.66')), [0, 250, 500]);
+  assert.equal(turn(limiter, 'u:admin@example.com', '198.51.100.66'), 0, 'the admin who succeeded there is not slowed');
+  assert.equal(turn(limiter, 'u:newcomer0@example.com', '198.51.100.67'), 0, 'another address is not slowed');
+  // Only a line longer than the backlog is refused, like a wrong password; the admin still gets through.
+  const turns: Array<number | 'refused'> = [];
+  for (let i = 0; i < 200; i++) turns.push(turn(limiter, `u:queued${i}@example.com`, '198.51.100.66'));
+  const refusedAt = turns.indexOf('refused');
+  assert.equal(refusedAt, bruteForceAddressBacklogMs / 250 - 2, `${turns.slice(0, 4)} ... refused at ${refusedAt}`);
+  const refused = limiter.admit('u:queued@example.com', '198.51.100.66');
+  assert.deepEqual(refused.admitted ? 'admitted' : refused.lockedBy, 'address');
+  assert.equal(turn(limiter, 'u:admin@example.com', '198.51.100.66'), 0, 'the admin is exempt from the line too');
+  // The spacing doubles per factor reached, up to the tarpit's cap; waiting out the line opens it again.
+  c.advance(bruteForceAddressBacklogMs + 1000);
+  for (let i = 0; i < 100; i++) fail(limiter, `u:more${i}@example.com`, '198.51.100.66');
+  c.advance(bruteForceAddressBacklogMs + 1000);
+  assert.deepEqual([turn(limiter, 'u:x@example.com', '198.51.100.66'), turn(limiter, 'u:y@example.com', '198.51.100.66')], [0, 500]);
 });
 
 test('the tarpit: each failure of an (account, address) pair doubles the delay before its next attempt, up to the cap; a success resets it', () => {
@@ -228,11 +255,9 @@ test('standing: a pair that succeeded may pass again without a decision only whi
   const again = succeed('u:owner@example.com', '192.0.2.1');
   assert.equal(limiter.standing(again.ticket), true);
 
-  // Its address locked by failures against other accounts.
+  // Its address slowed by failures against other accounts: the pair succeeded there, so it is exempt.
   for (let i = 0; i < 3; i++) fail(limiter, `u:other-${i}@example.com`, '192.0.2.1');
-  assert.equal(limiter.standing(again.ticket), false);
-  c.advance(60_000);
-  assert.equal(limiter.standing(again.ticket), true, 'the lockout is over');
+  assert.equal(limiter.standing(again.ticket), true);
 
   // Its account locked by a spray from elsewhere.
   const sprayed = succeed('u:sprayed@example.com', '192.0.2.2');
@@ -244,4 +269,56 @@ test('standing: a pair that succeeded may pass again without a decision only whi
   c.advance(12 * 3600_000);
   for (let i = 0; i < 40_000; i++) succeed(`u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
   assert.equal(limiter.standing(evicted.ticket), false);
+});
+
+// Issue 23, part 3: a counter pushed out of the full table came back blank, so the account's next lockout was the first step again.
+test('counters pushed out by a flood keep their lockout and slowing steps', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter(keycloakLike, c.now);
+  for (let step = 1; step <= 2; step++) {
+    for (let i = 0; i < 30; i++) fail(limiter, 'u:target@example.com', `10.7.${step}.${i}`);
+    c.advance(step * 60_000);
+  }
+  for (let i = 0; i < 100; i++) fail(limiter, `u:nobody${i}@example.com`, '198.51.100.9');
+  // A flood of fresh counters (accounts, addresses and pairs of logins that succeed) pushes both out of the table.
+  for (let i = 0; i < 40_000; i++) {
+    const a = limiter.admit(`u:flood${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+    if (a.admitted) limiter.succeeded(a.ticket);
+  }
+  assert.ok(limiter.size <= bruteForceCountersMax);
+  c.advance(bruteForceAddressBacklogMs + 1000);
+  for (let i = 0; i < 30; i++) fail(limiter, 'u:target@example.com', `10.8.0.${i}`);
+  c.advance(2 * 60_000 + 1000);
+  assert.equal(turn(limiter, 'u:target@example.com', '10.9.0.1'), 'refused', 'the third lockout step (3 min), not the first again');
+  c.advance(60_000);
+  assert.equal(turn(limiter, 'u:target@example.com', '10.9.0.1'), 0);
+  assert.deepEqual([turn(limiter, 'u:a@example.com', '198.51.100.9'), turn(limiter, 'u:b@example.com', '198.51.100.9')], [0, 250], 'the address is still slowed');
+});
+
+test('trusted: a pair is known good after a success until it fails; the trusted pairs survive in an export, as keyed digests only', () => {
+  const c = clock();
+  const limiter = new BruteForceLimiter(keycloakLike, c.now);
+  const ok = limiter.admit('u:owner@example.com', '203.0.113.10');
+  assert.ok(ok.admitted);
+  assert.equal(limiter.trusted(ok.ticket), false, 'not before a success');
+  limiter.succeeded(ok.ticket);
+  const again = limiter.admit('u:owner@example.com', '203.0.113.10');
+  assert.ok(again.admitted);
+  assert.equal(limiter.trusted(again.ticket), true);
+  limiter.failed(again.ticket);
+  const after = limiter.admit('u:owner@example.com', '203.0.113.10');
+  assert.ok(after.admitted);
+  assert.equal(limiter.trusted(after.ticket), false, 'not after a failure');
+  limiter.succeeded(after.ticket);
+
+  const digest = (key: string): string => `d(${key.length}:${key.split('').reverse().join('')})`;
+  const exported = limiter.exportTrusted(digest);
+  assert.equal(exported.length, 1);
+  const restarted = new BruteForceLimiter(keycloakLike, c.now);
+  restarted.importTrusted(exported, digest);
+  for (let i = 0; i < 30; i++) fail(restarted, 'u:owner@example.com', `198.51.100.${i}`);
+  for (let i = 0; i < 100; i++) fail(restarted, `u:nobody${i}@example.com`, '203.0.113.10');
+  assert.equal(turn(restarted, 'u:owner@example.com', '198.51.100.200'), 'refused', 'the account is locked');
+  assert.equal(turn(restarted, 'u:owner@example.com', '203.0.113.10'), 0, 'but not for the pair trusted before the restart');
+  assert.equal(restarted.exportTrusted(digest).length, 1);
 });

@@ -76,17 +76,21 @@ function basicCall(host: string, port: number, localAddress: string, username: s
 }
 
 // Issue 23, finding 1: on a dual-stack listener every IPv4 client and ::1 shared one address bucket, so failures from one locked out all.
-test('on a dual-stack listener, failures from one IPv4 address lock out that address only, not its neighbours nor ::1', async () => {
+// An address is slowed rather than locked: with a step of a minute, its line is past the backlog after one attempt more.
+test('on a dual-stack listener, failures from one IPv4 address slow that address only, not its neighbours nor ::1', async () => {
   const addressFailures = 5;
   const server = await startServer({
-    env: { HOST: '::', BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: String(addressFailures), BRUTE_FORCE_FAILURE_FACTOR: '0', BRUTE_FORCE_TARPIT_MS: '0' },
+    env: {
+      HOST: '::', BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: String(addressFailures), BRUTE_FORCE_FAILURE_FACTOR: '0',
+      BRUTE_FORCE_TARPIT_MS: '60000', BRUTE_FORCE_TARPIT_MAX_MS: '60000',
+    },
   });
   servers.push(server);
   const { adminEmail, adminPassword } = await import('./helpers/server.js');
   for (let i = 0; i <= addressFailures; i++) {
     assert.equal(await basicCall('127.0.0.1', server.port, '127.0.0.2', `nobody-${i}@example.com`, 'wrong-password'), 401);
   }
-  assert.equal(await basicCall('127.0.0.1', server.port, '127.0.0.2', adminEmail, adminPassword), 401, 'the guessing address is locked out');
+  assert.equal(await basicCall('127.0.0.1', server.port, '127.0.0.2', adminEmail, adminPassword), 401, 'the guessing address is slowed past its backlog');
   assert.equal(await basicCall('127.0.0.1', server.port, '127.0.0.3', adminEmail, adminPassword), 200, 'a neighbour is not');
   assert.equal(await basicCall('127.0.0.1', server.port, '127.0.0.1', adminEmail, adminPassword), 200);
   assert.equal(await basicCall('::1', server.port, '::1', adminEmail, adminPassword), 200, 'nor is ::1');

@@ -83,6 +83,15 @@ export class ApiKeySecrets {
     return Buffer.from(this.serverKey.mac(fingerprintLabel), 'latin1').subarray(0, fingerprintBytes).toString('hex');
   }
 
+  /**
+   * A key for another use of the server key (the trusted-pairs file's): an HMAC of a label no API Key
+   * derivation can take, since key ids are 25 characters of [0-9A-Z] and labels hold lowercase letters.
+   */
+  subkey(label: string): Buffer {
+    if (!/^[a-z][a-z0-9-]*$/.test(label)) throw new TypeError('a subkey label is lowercase letters, digits and dashes');
+    return Buffer.from(this.serverKey.mac(`${label}\0`), 'latin1');
+  }
+
   /** 16 random bytes, base64url: the public input of a new key's secret. */
   newNonce(): string {
     return randomBytes(apikeyNonceBytes).toString('base64url');

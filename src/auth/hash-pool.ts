@@ -1,12 +1,26 @@
-// The password-hashing worker pool: a bounded FIFO queue feeding worker threads, one job per worker at a time.
+// The password-hashing worker pool: a bounded queue in two classes feeding worker threads, one job per worker at a time.
 //
 // argon2id is CPU-bound for tens of milliseconds; on the main thread it would stall every request.
 // Each worker runs one job at a time, extra jobs wait in order, and past queueMax a job is refused at
 // once (OverloadedError -> 503 + Retry-After) rather than letting latency grow without bound.
+//
+// A flood of bad logins must not make a legitimate one wait behind it. A verification says whose it is
+// (HashTurn): one for an (account, address) pair known to be good (it succeeded lately and has not failed
+// since, src/auth/limiter.ts) goes before every other, and when the queue is full it takes the place of
+// the newest other one, which is refused instead. Every other verification (unknown accounts, failing
+// pairs, first logins) waits in order, and one client address may hold at most hashQueueAddressShareMax of
+// the queue with them: past that its next one is refused, whatever room the others leave.
+//
+// A bcrypt verification (an imported hash) holds its worker, and its answer, until an argon2id
+// verification of the current parameters would have ended (a running mean of those): an account whose
+// hash is still bcrypt answers a wrong password as late as any other, so timing does not single out
+// imported accounts. bcrypt slower than argon2id is not shortened: keep imported costs moderate.
 
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { argon2HashBytes, argon2SaltBytes, hashRetryAfterS, hashWorkerStartFailuresMax, passwordBytesMax } from '../config/limits.js';
+import {
+  argon2HashBytes, argon2SaltBytes, hashQueueAddressShareMax, hashRetryAfterS, hashWorkerStartFailuresMax, passwordBytesMax,
+} from '../config/limits.js';
 import { stacksOff } from '../domain/errors.js';
 import type { HashJob, HashReply, WorkerMessage } from './hash-protocol.js';
 import {
@@ -48,17 +62,30 @@ export class HashPoolError extends Error {
   }
 }
 
+/** Whose verification a job is: which class it waits in (see the top of this file). */
+export interface HashTurn {
+  /** The attempt's (account, address) pair succeeded lately and has not failed since. */
+  readonly knownGood: boolean;
+  /** The attempt's client address, as the limiter counts it: bounds one address's share of the queue. */
+  readonly address: string;
+}
+
 interface PendingJob {
   readonly job: HashJob;
   readonly resolve: (value: string | boolean) => void;
   readonly reject: (err: Error) => void;
+  /** Counted against this address's share (a job not known good). */
+  readonly address: string | undefined;
 }
+
+/** Weight of the newest argon2id job in the running mean that bcrypt verifications are held to. */
+const argon2MsSmoothing = 0.1;
 
 class Slot {
   worker: Worker;
   /** The current worker said it loaded; until then its death counts as a failure to start. */
   started = false;
-  running: (PendingJob & { readonly id: number }) | null = null;
+  running: (PendingJob & { readonly id: number; readonly startedMs: number }) | null = null;
   constructor(startWorker: (slot: Slot) => Worker) {
     this.worker = startWorker(this);
   }
@@ -73,6 +100,14 @@ export class HashPool {
   private readonly slots: Slot[] = [];
   /** FIFO; shift() is O(n) but n <= queueMax (hundreds), cheaper than the argon2 run each entry waits for. */
   private readonly waiting: PendingJob[] = [];
+  /** Known-good verifications (and the pool's own jobs): dispatched before any of `waiting`. */
+  private readonly urgent: PendingJob[] = [];
+  /** Jobs of `waiting` and running ones that came from it, by address; an address with none has no entry. */
+  private readonly jobsByAddress = new Map<string, number>();
+  private readonly addressJobsMax: number;
+  /** Running mean of an argon2id job of the pool's own params in a worker, from dispatch to answer. */
+  private argon2JobMs = 0;
+  private readonly hold: (ms: number, resume: () => void) => void;
   private running = 0;
   private nextJobId = 1;
   private startFailuresInARow = 0;
@@ -82,7 +117,8 @@ export class HashPool {
   private dummy: Promise<Argon2idHashParts> | null = null;
   private dummyMade: Argon2idHashParts | null = null;
 
-  constructor(opts: { workers: number; queueMax: number; argon2: Argon2Params }) {
+  /** hold: how a bcrypt job's answer is held back (a timer; tests pass their own). */
+  constructor(opts: { workers: number; queueMax: number; argon2: Argon2Params; hold?: (ms: number, resume: () => void) => void }) {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new RangeError('workers must be an integer >= 1');
     if (!Number.isInteger(opts.queueMax) || opts.queueMax < 1) throw new RangeError('queueMax must be an integer >= 1');
     // Our own hashes must pass the same limits as imported ones, or verifyPassword would refuse them.
@@ -90,6 +126,8 @@ export class HashPool {
     if (problem !== null) throw new RangeError(`argon2 ${problem}`);
     this.workerCount = opts.workers;
     this.queueMax = opts.queueMax;
+    this.addressJobsMax = Math.max(1, Math.floor(opts.queueMax * hashQueueAddressShareMax));
+    this.hold = opts.hold ?? ((ms, resume) => void setTimeout(resume, ms));
     this.params = { memoryKiB: opts.argon2.memoryKiB, iterations: opts.argon2.iterations, parallelism: opts.argon2.parallelism };
     for (let i = 0; i < opts.workers; i++) this.slots.push(new Slot((slot) => this.startWorker(slot)));
     this.dummyParts().catch(() => undefined); // made now so the first unknown-username login is not slower
@@ -102,12 +140,21 @@ export class HashPool {
 
   /** Jobs waiting plus jobs running. */
   get queueDepth(): number {
-    return this.waiting.length + this.running;
+    return this.waiting.length + this.urgent.length + this.running;
   }
 
   /** A job submitted now would be refused with OverloadedError: lets a caller shed at once, before it builds the job. */
   get full(): boolean {
     return this.queueDepth + 1 > this.queueMax;
+  }
+
+  /**
+   * A verification for `turn` submitted now would be refused: the queue is full (and, for a known-good one,
+   * holds no other to take the place of), or its address holds its whole share already.
+   */
+  refuses(turn: HashTurn | undefined): boolean {
+    if (turn?.knownGood === true) return this.full && this.waiting.length === 0;
+    return this.full || (turn !== undefined && (this.jobsByAddress.get(turn.address) ?? 0) >= this.addressJobsMax);
   }
 
   /** Resolves once the dummy hash exists, i.e. a worker has started and hashed once: wait on it before serving. */
@@ -125,21 +172,21 @@ export class HashPool {
     return value as string;
   }
 
-  /** argon2id PHC or bcrypt; false for a wrong password and for a malformed hash (which still costs a dummy verify). */
-  async verifyPassword(password: string, phc: string): Promise<boolean> {
+  /** argon2id PHC or bcrypt; false for a wrong password and for a malformed hash (which still costs a dummy verify). turn: whose it is. */
+  async verifyPassword(password: string, phc: string, turn?: HashTurn): Promise<boolean> {
     const parts = parseArgon2idHash(phc);
-    if (parts !== null) return this.verifyArgon2id(password, parts);
-    if (isBcryptHash(phc)) return (await this.submit({ kind: 'verifyBcrypt', password, hash: phc })) as boolean;
+    if (parts !== null) return this.verifyArgon2id(password, parts, turn);
+    if (isBcryptHash(phc)) return (await this.submit({ kind: 'verifyBcrypt', password, hash: phc }, { internal: false, turn })) as boolean;
     // A broken stored hash must not answer faster than a real one: that would tell it apart.
-    return this.verifyDummy(password);
+    return this.verifyDummy(password, turn);
   }
 
   /** Burns exactly the work of verifying against a real hash of the current params, then answers false. */
-  async verifyDummy(password: string): Promise<false> {
+  async verifyDummy(password: string, turn?: HashTurn): Promise<false> {
     // Refuse before waiting for the dummy so an overloaded pool sheds unknown usernames as fast as known ones.
-    if (this.full) throw new OverloadedError();
+    if (this.refuses(turn)) throw new OverloadedError();
     // Once made, use the dummy without an await so the job enters the queue in call order, like a real verify.
-    await this.verifyArgon2id(password, this.dummyMade ?? (await this.dummyParts()));
+    await this.verifyArgon2id(password, this.dummyMade ?? (await this.dummyParts()), turn);
     return false;
   }
 
@@ -148,9 +195,9 @@ export class HashPool {
     if (this.closing !== null) return this.closing;
     this.closed = true;
     const err = new HashPoolError('hash pool closed');
-    for (const pending of this.waiting.splice(0)) pending.reject(err);
+    for (const pending of [...this.urgent.splice(0), ...this.waiting.splice(0)]) this.fail(pending, err);
     for (const slot of this.slots) {
-      if (slot.running !== null) slot.running.reject(err);
+      if (slot.running !== null) this.fail(slot.running, err);
       slot.running = null;
     }
     this.running = 0;
@@ -158,10 +205,10 @@ export class HashPool {
     return this.closing;
   }
 
-  private async verifyArgon2id(password: string, parts: Argon2idHashParts): Promise<boolean> {
+  private async verifyArgon2id(password: string, parts: Argon2idHashParts, turn: HashTurn | undefined): Promise<boolean> {
     const { memoryKiB, iterations, parallelism, salt, hash } = parts;
     const job: HashJob = { kind: 'verifyArgon2id', password, params: { memoryKiB, iterations, parallelism }, salt, hash };
-    return (await this.submit(job)) as boolean;
+    return (await this.submit(job, { internal: false, turn })) as boolean;
   }
 
   /** The dummy is a real hash of a random password nobody knows, made in a worker; rebuilt if making it failed. */
@@ -183,24 +230,46 @@ export class HashPool {
     return this.dummy;
   }
 
-  /** internal jobs (the dummy) skip the bound: they are few and the pool needs them to serve at all. */
-  private submit(job: HashJob, opts: { internal: boolean } = { internal: false }): Promise<string | boolean> {
+  /**
+   * internal jobs (the dummy) skip the bound: they are few and the pool needs them to serve at all. A known-good
+   * one that finds the queue full takes the place of the newest job that is not.
+   */
+  private submit(job: HashJob, opts: { internal: boolean; turn?: HashTurn | undefined } = { internal: false }): Promise<string | boolean> {
     if (this.closed) return Promise.reject(new HashPoolError('hash pool closed'));
     if (this.broken !== null) return Promise.reject(this.broken);
-    if (!opts.internal && this.full) return Promise.reject(new OverloadedError());
+    const { turn } = opts;
+    if (!opts.internal && this.refuses(turn)) return Promise.reject(new OverloadedError());
+    const first = opts.internal || turn?.knownGood === true;
+    if (turn?.knownGood === true && this.full && this.waiting.length > 0) this.fail(this.waiting.pop()!, new OverloadedError());
     return new Promise((resolve, reject) => {
-      this.waiting.push({ job, resolve, reject });
+      const address = first || turn === undefined ? undefined : turn.address;
+      if (address !== undefined) this.jobsByAddress.set(address, (this.jobsByAddress.get(address) ?? 0) + 1);
+      (first ? this.urgent : this.waiting).push({ job, resolve, reject, address });
       this.dispatch();
     });
   }
 
+  /** A job that ends, whatever its end: its address's share goes back. */
+  private ended(pending: PendingJob): void {
+    const { address } = pending;
+    if (address === undefined) return;
+    const held = (this.jobsByAddress.get(address) ?? 1) - 1;
+    if (held === 0) this.jobsByAddress.delete(address);
+    else this.jobsByAddress.set(address, held);
+  }
+
+  private fail(pending: PendingJob, err: Error): void {
+    this.ended(pending);
+    pending.reject(err);
+  }
+
   private dispatch(): void {
     for (const slot of this.slots) {
-      if (this.waiting.length === 0) return;
+      if (this.waiting.length + this.urgent.length === 0) return;
       if (slot.running !== null) continue;
-      const pending = this.waiting.shift() as PendingJob;
+      const pending = (this.urgent.shift() ?? this.waiting.shift()) as PendingJob;
       const id = this.nextJobId++;
-      slot.running = { ...pending, id };
+      slot.running = { ...pending, id, startedMs: performance.now() };
       this.running++;
       // A busy worker keeps the process alive until its answer arrives; an idle one never does.
       slot.worker.ref();
@@ -233,10 +302,31 @@ export class HashPool {
   private onReply(slot: Slot, reply: HashReply): void {
     const running = slot.running;
     if (running === null || running.id !== reply.id) return; // not ours: a job close() already rejected
+    const ms = performance.now() - running.startedMs;
+    const { job } = running;
+    if (job.kind === 'verifyBcrypt' && reply.ok && ms < this.argon2JobMs) {
+      // Held as long as an argon2id verification takes: see the top of this file.
+      this.hold(this.argon2JobMs - ms, () => {
+        if (slot.running === running) this.answer(slot, running, reply);
+      });
+      return;
+    }
+    if (job.kind !== 'verifyBcrypt' && reply.ok && this.ownParams(job.params)) {
+      this.argon2JobMs = this.argon2JobMs === 0 ? ms : this.argon2JobMs + (ms - this.argon2JobMs) * argon2MsSmoothing;
+    }
+    this.answer(slot, running, reply);
+  }
+
+  private answer(slot: Slot, running: PendingJob, reply: HashReply): void {
     this.finish(slot);
+    this.ended(running);
     if (reply.ok) running.resolve(reply.value);
     else running.reject(new HashPoolError(reply.error));
     this.dispatch();
+  }
+
+  private ownParams(params: Argon2Params): boolean {
+    return params.memoryKiB === this.params.memoryKiB && params.iterations === this.params.iterations && params.parallelism === this.params.parallelism;
   }
 
   /**
@@ -249,7 +339,7 @@ export class HashPool {
     const running = slot.running;
     if (running !== null) {
       this.finish(slot);
-      running.reject(new HashPoolError('hash worker exited during the job'));
+      this.fail(running, new HashPoolError('hash worker exited during the job'));
     }
     if (!slot.started && ++this.startFailuresInARow >= hashWorkerStartFailuresMax) {
       this.breakPool();
@@ -268,6 +358,6 @@ export class HashPool {
 
   private breakPool(): void {
     this.broken = new HashPoolError('hash workers cannot start; password hashing is unavailable');
-    for (const pending of this.waiting.splice(0)) pending.reject(this.broken);
+    for (const pending of [...this.urgent.splice(0), ...this.waiting.splice(0)]) this.fail(pending, this.broken);
   }
 }

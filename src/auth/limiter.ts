@@ -1,32 +1,44 @@
-// Brute-force protection: failures counted per account, per client address and per (account, address), checked before any password is evaluated; lockouts, a tarpit, and an exemption for pairs that recently succeeded.
+// Brute-force protection: failures counted per account, per client address and per (account, address), checked before any password is evaluated; account lockouts, tarpits, and an exemption for pairs that recently succeeded.
 //
 // In the spirit of Keycloak's brute-force detector: every `failureFactor` failures against an account
 // lock it for `waitIncrement` longer than the step before (1x, 2x, ... up to `maxWait`), and a counter
-// with no failure for `failureReset` is forgotten. The same happens per client address (credential
-// stuffing across many accounts), with its own factor. Per (account, address), failures grow a tarpit
+// with no failure for `failureReset` is forgotten. Per (account, address), failures grow a tarpit
 // instead: the pair's next attempt waits 250 ms, 500 ms, 1 s, ... up to a cap, before it is evaluated.
 //
+// An address is never locked out: it is shared (a NAT, a proxy, a client application that sends no
+// ip_address, the admin's own host), and a lockout would let anyone there lock out everyone there with
+// guesses for accounts that do not exist. Every `addressFailureFactor` failures from an address slow it
+// down instead: its attempts are let through one at a time, spaced by the tarpit's step doubled per
+// factor reached (250 ms after 100 failures, 500 ms after 200, ... up to the tarpit's cap). An attempt
+// that would wait longer than bruteForceAddressBacklogMs for its turn is refused like a wrong password.
+// Failures count the same whether the account exists or not, so the slowing tells nothing about which do.
+//
 // The race behind CVE-2024-4629 and CVE-2023-47111 is closed by reserving before evaluating: an
-// account (or address) has as many slots as failures left before its next lockout, and an attempt
+// account has as many slots as failures left before its next lockout, and an attempt
 // takes a slot synchronously before it is evaluated; when none is free it waits for one (acquire).
 // A success gives its slot back at once, a failure uses it up. So 200 concurrent wrong passwords
 // against one account evaluate at most failureFactor of them (then the rest find it locked), while
-// 200 concurrent right ones (a busy service account) all get through.
+// 200 concurrent right ones (a busy service account) all get through. A slowed address reserves each attempt's
+// turn the same way, when it is admitted.
 //
 // A spray of wrong passwords from elsewhere must not keep the owner out: a pair that succeeded within
-// bruteForceTrustedPairTtlMs is exempt from its account's lockout for its next few attempts (fewer
-// than bruteForceTrustedPairFailuresMax failed or in flight). Only a success creates the exemption,
-// so an attacker cannot, and one who shares the owner's address gets those few guesses at most.
+// bruteForceTrustedPairTtlMs is exempt from its account's lockout and from its address's slowing for
+// its next few attempts (fewer than bruteForceTrustedPairFailuresMax failed or in flight). Only a success
+// creates the exemption, so an attacker cannot, and one who shares the owner's address gets those few
+// guesses at most. Such a pair, with no failure since, is also known good to the hash pool (trusted()):
+// its verifications go before everyone else's. The trusted pairs can outlive a restart as a file of
+// keyed hashes (exportTrusted, importTrusted; src/auth/trusted-pairs-file.ts).
 //
 // Everything is bounded: at most bruteForceCountersMax counters and bruteForceTrustedPairsMax pairs,
-// oldest idle first out. Evicting a live lockout early needs that many fresh failures, each costing a
-// password hash from the bounded pool, which takes longer than the longest lockout lasts.
+// oldest idle first out. A counter pushed out that had reached a lockout or slowing step is kept aside
+// (at most bruteForceEscalationsMax of them, each costing an attacker a factor's worth of failures) and
+// comes back with its key, so a flood of fresh counters cannot hand an attacker a fresh start.
 
 import { isIPv6 } from 'node:net';
 import type { Config } from '../config/config.js';
 import {
-  bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceKeyCharsMax, bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax,
-  bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
+  bruteForceAddressBacklogMs, bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceEscalationsMax, bruteForceKeyCharsMax,
+  bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax, bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
 } from '../config/limits.js';
 
 /** The limiter's settings are exactly the BRUTE_FORCE_* configuration (src/config/config.ts). */
@@ -39,6 +51,8 @@ interface Counter {
   lastFailureMs: number;
   /** When it last moved to the end of the Map's use order (see counter()). */
   touchedMs: number;
+  /** An address's: when a slowed address (see the top of this file) lets its next attempt through. */
+  nextTurnMs: number;
   /** Gone from the table (evicted, or blank): whoever holds it on (standing()) is looking at a stale counter. */
   dropped: boolean;
   /** Attempts waiting for a slot (acquire), oldest first. */
@@ -58,7 +72,7 @@ export interface Ticket {
 
 export type Admission =
   | { readonly admitted: true; readonly ticket: Ticket; /** Wait this long before evaluating (the tarpit). */ readonly delayMs: number }
-  /** Locked out: answer exactly like a wrong password, after delayMs. */
+  /** Locked out (the account), or too far back in a slowed address's line: answer exactly like a wrong password, after delayMs. */
   | { readonly admitted: false; readonly delayMs: number; readonly lockedBy: 'account' | 'address' };
 
 /**
@@ -104,8 +118,13 @@ function ipv6Groups(address: string): number[] {
 
 export class BruteForceLimiter {
   private readonly counters = new Map<string, Counter>();
-  /** pair key -> until when it is exempt from its account's lockout. */
+  /** pair key -> until when it is exempt from its account's lockout and its address's slowing. */
   private readonly trustedPairs = new Map<string, number>();
+  /** Trusted pairs read back from a file, by keyed hash (importTrusted): each moves to trustedPairs when its pair next needs it. */
+  private restoredPairs = new Map<string, number>();
+  private digestOfPair: ((pairKey: string) => string) | undefined;
+  /** Counters pushed out of the table at a lockout or slowing step, by key (see counter()); oldest first out. */
+  private readonly escalations = new Map<string, Counter>();
 
   constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now) {
     for (const [name, value] of Object.entries(settings)) {
@@ -120,7 +139,7 @@ export class BruteForceLimiter {
 
   /**
    * Decides, before anything is evaluated, whether this attempt may be, without waiting: reserves it
-   * if so. An attempt that finds its account (or address) at capacity is refused here; acquire() lets
+   * if so. An attempt that finds its account at capacity is refused here; acquire() lets
    * it wait for a slot instead. account is the credential's account name (for example `u:<email>` or
    * `k:<key id>`), address the client's.
    */
@@ -130,7 +149,7 @@ export class BruteForceLimiter {
   }
 
   /**
-   * Like admit(), but an attempt that finds its account or address at capacity (as many attempts in
+   * Like admit(), but an attempt that finds its account at capacity (as many attempts in
    * flight as it has failures left before its next lockout) waits for a slot: a success frees one at
    * once, a failure uses one up. So concurrent right passwords all get through, one slot after
    * another, while concurrent wrong ones still evaluate no more than the allowance. Answered at once
@@ -152,18 +171,19 @@ export class BruteForceLimiter {
     const pair = this.live(pairKey, now);
     const accountCounter = this.live(account, now);
     const addressCounter = this.live(address, now);
-    const delayMs = this.tarpitMs(pair);
+    const tarpitMs = this.tarpitMs(pair);
     let accountState = this.state(accountCounter, this.settings.failureFactor, now);
+    const spacingMs = this.spacingMs(addressCounter);
     // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
     // trusted pair cannot ride it past the account's allowance. Looked up only when it changes something.
-    if (accountState !== 'open' && (this.trustedPairs.get(pairKey) ?? 0) > now && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax)) {
-      accountState = 'open';
-    }
-    if (accountState === 'locked') return { admitted: false, delayMs, lockedBy: 'account' };
-    const addressState = this.state(addressCounter, this.settings.addressFailureFactor, now);
-    if (addressState === 'locked') return { admitted: false, delayMs, lockedBy: 'address' };
-    if (accountState === 'full') return { busy: this.counter(account, accountCounter, now), delayMs, lockedBy: 'account' };
-    if (addressState === 'full') return { busy: this.counter(address, addressCounter, now), delayMs, lockedBy: 'address' };
+    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedUntil(pairKey, now) > now
+      && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
+    if (exempt) accountState = 'open';
+    if (accountState === 'locked') return { admitted: false, delayMs: tarpitMs, lockedBy: 'account' };
+    if (accountState === 'full') return { busy: this.counter(account, accountCounter, now), delayMs: tarpitMs, lockedBy: 'account' };
+    // A slowed address lets one attempt through per spacingMs: this one's turn, unless its line is too long.
+    const turnMs = spacingMs > 0 && !exempt ? Math.max(now, addressCounter!.nextTurnMs) : now;
+    if (turnMs - now > bruteForceAddressBacklogMs) return { admitted: false, delayMs: tarpitMs, lockedBy: 'address' };
     const ticket: Ticket = {
       // Counted on the account even when exempt, so everyone else sees the attempts.
       account: this.counter(account, accountCounter, now),
@@ -177,7 +197,65 @@ export class BruteForceLimiter {
     ticket.account.inFlight++;
     ticket.address.inFlight++;
     ticket.pair.inFlight++;
-    return { admitted: true, ticket, delayMs };
+    if (spacingMs > 0 && !exempt) ticket.address.nextTurnMs = turnMs + spacingMs;
+    return { admitted: true, ticket, delayMs: Math.max(tarpitMs, turnMs - now) };
+  }
+
+  /**
+   * Until when a pair is trusted (0: not). A pair read back from a file (importTrusted) is found by its keyed
+   * hash, once: then it is trusted by its key like any other. Only asked when the answer changes something.
+   */
+  private trustedUntil(pairKey: string, now: number): number {
+    const until = this.trustedPairs.get(pairKey);
+    if (until !== undefined || this.restoredPairs.size === 0 || this.digestOfPair === undefined) return until ?? 0;
+    const digest = this.digestOfPair(pairKey);
+    const restored = this.restoredPairs.get(digest);
+    if (restored === undefined) return 0;
+    this.restoredPairs.delete(digest);
+    if (restored > now) this.trust(pairKey, restored);
+    return restored;
+  }
+
+  private trust(pairKey: string, until: number): void {
+    this.trustedPairs.delete(pairKey);
+    this.trustedPairs.set(pairKey, until);
+    this.evictOldest(this.trustedPairs, bruteForceTrustedPairsMax, () => true, (k) => this.trustedPairs.delete(k));
+  }
+
+  /**
+   * Whether the ticket's pair is known good: it succeeded within the trusted time and has not failed since. Its
+   * verifications go before everyone else's in the hash pool. Asked only when an attempt needs a hash.
+   */
+  trusted(ticket: Ticket): boolean {
+    const now = this.now();
+    return ticket.pair.failures === 0 && this.trustedUntil(ticket.pairKey, now) > now;
+  }
+
+  /**
+   * The trusted pairs that have not expired, each as digest(pair key) and until when, for a file that outlives
+   * the process: keyed hashes only, never an account name or an address. Pairs read back and not yet met go
+   * along as they came.
+   */
+  exportTrusted(digest: (pairKey: string) => string): Array<[digest: string, untilMs: number]> {
+    const now = this.now();
+    const out: Array<[string, number]> = [];
+    for (const [key, until] of this.restoredPairs) if (until > now) out.push([key, until]);
+    for (const [key, until] of this.trustedPairs) if (until > now) out.push([digest(key), until]);
+    return out.slice(-bruteForceTrustedPairsMax);
+  }
+
+  /** Trusted pairs from exportTrusted (of an earlier process), found later by the same digest. */
+  importTrusted(entries: Iterable<readonly [digest: string, untilMs: number]>, digest: (pairKey: string) => string): void {
+    const now = this.now();
+    const restored = new Map<string, number>();
+    for (const [key, until] of entries) {
+      if (until <= now) continue;
+      restored.delete(key);
+      restored.set(key, Math.min(until, now + bruteForceTrustedPairTtlMs));
+      if (restored.size > bruteForceTrustedPairsMax) restored.delete(restored.keys().next().value!);
+    }
+    this.restoredPairs = restored;
+    this.digestOfPair = digest;
   }
 
   /** The credential was right: the pair's tarpit resets and the pair becomes exempt from its account's lockout. */
@@ -188,17 +266,15 @@ export class BruteForceLimiter {
     const until = this.trustedPairs.get(ticket.pairKey);
     // Like counter(): a busy pair's exemption is renewed (and moved last in the Map) at most once per bruteForceCounterTouchMs.
     if (until !== undefined && until - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
-    this.trustedPairs.delete(ticket.pairKey);
-    this.trustedPairs.set(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
-    this.evictOldest(this.trustedPairs, bruteForceTrustedPairsMax, () => true, (k) => this.trustedPairs.delete(k));
+    this.trust(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
   }
 
-  /** The credential was wrong: one more failure for the account, the address and the pair. */
+  /** The credential was wrong: one more failure for the account, the address (which slows, never locks) and the pair. */
   failed(ticket: Ticket): void {
     if (!this.settle(ticket)) return;
     const now = this.now();
     this.countFailure(ticket.account, this.settings.failureFactor, now);
-    this.countFailure(ticket.address, this.settings.addressFailureFactor, now);
+    this.countFailure(ticket.address, 0, now);
     this.countFailure(ticket.pair, 0, now);
   }
 
@@ -230,15 +306,14 @@ export class BruteForceLimiter {
    * Whether the pair of a ticket that succeeded may pass again now without a decision: the same
    * credential, known to be right, from the same address (src/auth/known-callers.ts). Only while
    * nothing has happened that a decision would weigh: none of its counters has left the table (a new
-   * one could be locked), neither its account nor its address is locked, and the pair has no failure
-   * (its next attempt would be tarpitted). Reads three counters; builds no key and counts nothing:
+   * one could be locked), its account is not locked, and the pair has no failure (its next attempt would
+   * be tarpitted). A slowed address does not matter: the pair succeeded, so it is exempt. Reads three counters; builds no key and counts nothing:
    * a right credential's attempt gives its slot back at once anyway.
    */
   standing(ticket: Ticket): boolean {
     const { account, address, pair } = ticket;
     if (account.dropped || address.dropped || pair.dropped || pair.failures !== 0) return false;
-    const now = this.now();
-    return now >= account.lockedUntilMs && now >= address.lockedUntilMs;
+    return this.now() >= account.lockedUntilMs;
   }
 
   private settle(ticket: Ticket): boolean {
@@ -296,6 +371,14 @@ export class BruteForceLimiter {
     return counter.failures + counter.inFlight >= nextLockoutAt ? 'full' : 'open';
   }
 
+  /** How far apart a slowed address's attempts go: the tarpit's step, doubled per addressFailureFactor failures reached. */
+  private spacingMs(address: Counter | undefined): number {
+    const { addressFailureFactor, tarpitStepMs, tarpitMaxMs } = this.settings;
+    if (address === undefined || addressFailureFactor === 0 || tarpitStepMs === 0) return 0;
+    const steps = Math.floor(address.failures / addressFailureFactor);
+    return steps === 0 ? 0 : Math.min(tarpitStepMs * 2 ** Math.min(steps - 1, 30), tarpitMaxMs);
+  }
+
   private tarpitMs(pair: Counter | undefined): number {
     const { tarpitStepMs, tarpitMaxMs } = this.settings;
     if (pair === undefined || pair.failures === 0 || tarpitStepMs === 0) return 0;
@@ -311,13 +394,32 @@ export class BruteForceLimiter {
    * full (evictOldest in counter()).
    */
   private live(key: string, now: number): Counter | undefined {
-    const counter = this.counters.get(key);
+    const counter = this.counters.get(key) ?? (this.escalations.size === 0 ? undefined : this.revive(key, now));
     if (counter !== undefined && this.expired(counter, now)) {
       counter.failures = 0;
       counter.lockedUntilMs = 0;
       counter.lastFailureMs = 0;
+      counter.nextTurnMs = 0;
     }
     return counter;
+  }
+
+  /** A counter kept aside when it was pushed out at a lockout or slowing step (see counter()): back in the table, as it was. */
+  private revive(key: string, now: number): Counter | undefined {
+    const counter = this.escalations.get(key);
+    if (counter === undefined) return undefined;
+    this.escalations.delete(key);
+    if (this.expired(counter, now)) return undefined;
+    counter.dropped = false;
+    this.insert(key, counter, now);
+    return counter;
+  }
+
+  /** Whether dropping this counter would lose a lockout or slowing step reached (a pair's tarpit is its own, and short). */
+  private escalated(key: string, counter: Counter, now: number): boolean {
+    if (this.expired(counter, now)) return false;
+    const factor = key.startsWith('a:') ? this.settings.failureFactor : key.startsWith('i:') ? this.settings.addressFailureFactor : 0;
+    return factor > 0 && counter.failures >= factor;
   }
 
   private expired(counter: Counter, now: number): boolean {
@@ -333,18 +435,39 @@ export class BruteForceLimiter {
     // Re-inserting a hot key (the admin account, a busy address) on every request is costly in a Map of
     // tens of thousands of counters; the use order only needs to be roughly right.
     if (existing !== undefined && now - existing.touchedMs < bruteForceCounterTouchMs) return existing;
-    const counter = existing ?? { failures: 0, inFlight: 0, lockedUntilMs: 0, lastFailureMs: 0, touchedMs: now, dropped: false };
-    counter.touchedMs = now;
-    this.counters.delete(key);
-    this.counters.set(key, counter);
-    if (existing === undefined) {
-      const idle = (c: Counter): boolean => c.inFlight === 0 && (c.waiters?.length ?? 0) === 0;
-      const drop = (k: string, c: Counter): void => this.drop(k, c);
-      this.evictOldest(this.counters, bruteForceCountersMax, (c) => idle(c) && (this.expired(c, now) || now >= c.lockedUntilMs), drop);
-      // All idle ones are locked: under a flood that large, the oldest lockout goes first.
-      this.evictOldest(this.counters, bruteForceCountersMax, idle, drop);
+    if (existing !== undefined) {
+      existing.touchedMs = now;
+      this.counters.delete(key);
+      this.counters.set(key, existing);
+      return existing;
     }
+    const counter: Counter = { failures: 0, inFlight: 0, lockedUntilMs: 0, lastFailureMs: 0, touchedMs: now, nextTurnMs: 0, dropped: false };
+    this.insert(key, counter, now);
     return counter;
+  }
+
+  /**
+   * Adds a counter that is not in the table, last, and makes room: the oldest idle ones go, unlocked before locked.
+   * One that had reached a lockout or slowing step is kept aside (escalations) rather than forgotten: otherwise a
+   * flood of fresh counters would end an address's slowing, or start an account's next lockout over at the first
+   * step. Keeping one aside costs an attacker a factor's worth of failures, so that bound is far harder to flood.
+   */
+  private insert(key: string, counter: Counter, now: number): void {
+    counter.touchedMs = now;
+    this.counters.set(key, counter);
+    if (this.counters.size <= bruteForceCountersMax) return;
+    const idle = (c: Counter): boolean => c.inFlight === 0 && (c.waiters?.length ?? 0) === 0;
+    const evict = (k: string, c: Counter): void => {
+      if (this.escalated(k, c, now)) {
+        this.escalations.delete(k);
+        this.escalations.set(k, c);
+        if (this.escalations.size > bruteForceEscalationsMax) this.escalations.delete(this.escalations.keys().next().value!);
+      }
+      this.drop(k, c);
+    };
+    this.evictOldest(this.counters, bruteForceCountersMax, (c) => idle(c) && (this.expired(c, now) || now >= c.lockedUntilMs), evict);
+    // All idle ones are locked: under a flood that large, the oldest lockout goes first.
+    this.evictOldest(this.counters, bruteForceCountersMax, idle, evict);
   }
 
   /** Drops the oldest entries that may go until map is within max; stops after a bounded scan. */

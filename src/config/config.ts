@@ -69,12 +69,12 @@ export const settings = {
   REALM: { default: 'authd', help: 'Realm named in WWW-Authenticate.' },
   FRONT_END: { default: 'auto', help: 'HTTP front end: auto (uWebSockets.js where its traceable build loads, else node:http), uws (uWebSockets.js, any pinned build, or refuse to start), node (node:http).' },
   BRUTE_FORCE_FAILURE_FACTOR: { default: String(bruteForceFailureFactorDefault), help: 'Failed authentications of one account before each temporary lockout (0: none).' },
-  BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: { default: String(bruteForceAddressFailureFactorDefault), help: 'Failed authentications from one client address (IPv6: its /64) before each lockout of that address (0: none).' },
+  BRUTE_FORCE_ADDRESS_FAILURE_FACTOR: { default: String(bruteForceAddressFailureFactorDefault), help: 'Failed authentications from one client address (IPv6: its /64) before each slowing step of that address; an address is never locked out (0: no slowing).' },
   BRUTE_FORCE_WAIT_INCREMENT_S: { default: String(bruteForceWaitIncrementMsDefault / 1000), help: 'Each lockout lasts this much longer than the one before.' },
   BRUTE_FORCE_MAX_WAIT_S: { default: String(bruteForceMaxWaitMsDefault / 1000), help: 'The longest lockout.' },
   BRUTE_FORCE_FAILURE_RESET_S: { default: String(bruteForceFailureResetMsDefault / 1000), help: 'Failures are forgotten after this long without one.' },
-  BRUTE_FORCE_TARPIT_MS: { default: String(bruteForceTarpitStepMsDefault), help: 'Delay before the next attempt of an (account, address) pair after its first failure, doubling per failure (0: no tarpit).' },
-  BRUTE_FORCE_TARPIT_MAX_MS: { default: String(bruteForceTarpitMaxMsDefault), help: 'The longest tarpit delay.' },
+  BRUTE_FORCE_TARPIT_MS: { default: String(bruteForceTarpitStepMsDefault), help: 'Delay before the next attempt of an (account, address) pair after its first failure, doubling per failure; also the spacing of a slowed address\'s attempts, doubling per step (0: neither).' },
+  BRUTE_FORCE_TARPIT_MAX_MS: { default: String(bruteForceTarpitMaxMsDefault), help: 'The longest tarpit delay and address spacing.' },
   REPAIR: { default: '0', help: 'With --repair (or 1): repair a damaged data directory (back the damaged file up, cut it at the damage, say what was dropped) and exit.' },
 } as const;
 

@@ -53,7 +53,7 @@ export const unavailableRetryAfterS = 1;
 // Brute-force protection (src/auth/limiter.ts), in the spirit of Keycloak's detector
 /** Failures against one account before each temporary lockout step (Keycloak's failure factor); 0 turns it off. */
 export const bruteForceFailureFactorDefault = 30;
-/** Failures from one client address (any accounts) before each lockout step of that address; 0 turns it off. */
+/** Failures from one client address (any accounts) before each slowing step of that address (never a lockout); 0 turns it off. */
 export const bruteForceAddressFailureFactorDefault = 100;
 /** Each lockout step waits this much longer than the one before (Keycloak's wait increment). */
 export const bruteForceWaitIncrementMsDefault = 60_000;
@@ -61,7 +61,8 @@ export const bruteForceWaitIncrementMsDefault = 60_000;
 export const bruteForceMaxWaitMsDefault = 15 * 60_000;
 /** A counter with no failure for this long is forgotten (Keycloak's failure reset time). */
 export const bruteForceFailureResetMsDefault = 12 * 3600_000;
-/** The tarpit: the first failure of an (account, address) pair delays its next attempt this much, doubling per failure... */
+/** The tarpit: the first failure of an (account, address) pair delays its next attempt this much, doubling per failure;
+ *  a slowed address's attempts go this far apart, doubling per slowing step... */
 export const bruteForceTarpitStepMsDefault = 250;
 /** ...up to this. */
 export const bruteForceTarpitMaxMsDefault = 5_000;
@@ -69,15 +70,27 @@ export const bruteForceTarpitMaxMsDefault = 5_000;
 export const bruteForceCountersMax = 100_000;
 /** A counter moves to the end of the limiter's eviction order at most this often. */
 export const bruteForceCounterTouchMs = 1000;
-/** (account, address) pairs that succeeded recently, exempt from the account's lockout: a spray from elsewhere cannot keep the owner out. */
+/** (account, address) pairs that succeeded recently, exempt from the account's lockout and the address's slowing: others cannot keep the owner out. */
 export const bruteForceTrustedPairsMax = 100_000;
 export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
 /** A trusted pair loses its exemption once it fails this often itself. */
 export const bruteForceTrustedPairFailuresMax = 5;
-/** Attempts that may wait for a free slot of one account or address; more are refused like a lockout. */
+/** Attempts that may wait for a free slot of one account; more are refused like a lockout. */
 export const bruteForceWaitersMax = 1024;
 /** Account names and addresses are cut to this in counter keys: longer ones match no account anyway. */
 export const bruteForceKeyCharsMax = 256;
+
+// Abuse of the brute-force protection itself (src/auth/limiter.ts, src/auth/hash-pool.ts, src/auth/trusted-pairs-file.ts)
+/** A slowed address (see limiter.ts) refuses an attempt that would wait longer than this for its turn, like a wrong password. */
+export const bruteForceAddressBacklogMs = 30_000;
+/** Counters pushed out of a full table that had reached a lockout or slowing step, kept aside so a flood cannot reset them. */
+export const bruteForceEscalationsMax = 50_000;
+/** One client address may hold at most this share of the hash queue with attempts of pairs not known to be good. */
+export const hashQueueAddressShareMax = 0.25;
+/** A TrustedPairsFile saves the trusted pairs this often (and when closed at a graceful shutdown). */
+export const trustedPairsSaveIntervalMs = 5 * 60_000;
+/** Bytes of the keyed hash that name a trusted pair in that file: 128 bits, collisions are out of reach. */
+export const trustedPairDigestBytes = 16;
 
 // Audit trail (src/service/audit.ts) and log output (src/service/log-writer.ts)
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */

@@ -2,7 +2,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
-import type { HashPool, Argon2Params } from '../auth/hash-pool.js';
+import type { HashPool, HashTurn, Argon2Params } from '../auth/hash-pool.js';
 import { needsRehash, overloaded, OverloadedError } from '../auth/hash-pool.js';
 import { KnownCallers, type KnownCaller } from '../auth/known-callers.js';
 import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
@@ -122,17 +122,20 @@ export class Authenticator {
    * knows the password, and refused at once (`overloaded`, returned rather than thrown: see there) when it
    * would need a hash the full queue cannot take. A burst of refusals (clients retrying together) costs
    * the event loop that many times a refusal's cost, which every reply in the burst waits behind.
+   * The hash pool serves the attempts of pairs the limiter knows to be good first, and bounds each
+   * address's share of the rest (HashTurn): a flood of guesses waits behind the logins that succeed.
    */
-  private verifyPassword(user: User | undefined, username: string, password: string): Verified | Promise<Verified> | OverloadedError {
+  private verifyPassword(user: User | undefined, username: string, password: string, ticket: Ticket): Verified | Promise<Verified> | OverloadedError {
     if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
     // Concurrent checks of the same password against the same hash share one argon2 run (see once()).
     const fingerprint = this.cache.fingerprint(password);
     const key = user === undefined ? `${fingerprint}\u0000unknown\u0000${emailKey(username)}` : `${fingerprint}\u0000${user.passwordHash}`;
     const shared = this.inFlight.get(key);
-    if (shared === undefined && this.pool.full) return overloaded;
+    const turn: HashTurn = { knownGood: user !== undefined && this.guard.limiter.trusted(ticket), address: ticket.addressKey };
+    if (shared === undefined && this.pool.refuses(turn)) return overloaded;
     return user === undefined
-      ? this.timed(shared ?? this.once(key, this.pool.verifyDummy(password))).then(() => ({ user: undefined, cached: false }))
-      : this.verifiedPassword(user, password, shared ?? this.once(key, this.pool.verifyPassword(password, user.passwordHash)));
+      ? this.timed(shared ?? this.once(key, this.pool.verifyDummy(password, turn))).then(() => ({ user: undefined, cached: false }))
+      : this.verifiedPassword(user, password, shared ?? this.once(key, this.pool.verifyPassword(password, user.passwordHash, turn)));
   }
 
   /** The User once its password checked out: the current one, and only if its password is still the one checked. */
@@ -356,7 +359,7 @@ export class Authenticator {
     const userId = named?.id;
     try {
       if (type === 'username') {
-        const verified = this.verifyPassword(named, username, password);
+        const verified = this.verifyPassword(named, username, password, ticket);
         if (verified instanceof OverloadedError) {
           this.guard.limiter.released(ticket);
           return shed;
