@@ -12,7 +12,7 @@ import type { LogRecord, Meta, Op } from '../domain/entities.js';
 import { DomainError } from '../domain/errors.js';
 import { openApiJson } from '../http/openapi.js';
 import { keyFingerprintPath, writeKeyFingerprint } from '../persist/key-fingerprint.js';
-import { acquireLock, LockError } from '../persist/lock.js';
+import { acquireLock, LockError, LockUnavailableError } from '../persist/lock.js';
 import { openPersistence, type Persistence } from '../persist/persistence.js';
 import type { PersistLogger } from '../persist/replayable.js';
 import { NodeStorage } from '../persist/storage.js';
@@ -49,6 +49,7 @@ async function openStopped(dir: string, io: Output, fsync: FsyncPolicy): Promise
     });
   } catch (err) {
     if (err instanceof LockError) throw new CommandError(`${err.message}. Stop the server first (this command needs the directory to itself).`, { cause: err });
+    if (err instanceof LockUnavailableError) throw new CommandError(err.message, { cause: err });
     throw err;
   }
 }
@@ -317,9 +318,10 @@ ${dataDirHelp}
     const storage = new NodeStorage();
     let lock;
     try {
-      lock = await acquireLock(storage, dir, stderrLogger(io));
+      lock = await acquireLock(storage, dir);
     } catch (err) {
       if (err instanceof LockError) throw new CommandError(`${err.message}. Stop the server first (this command needs the directory to itself).`, { cause: err });
+      if (err instanceof LockUnavailableError) throw new CommandError(err.message, { cause: err });
       throw err;
     }
     let fingerprint: string;
