@@ -2,12 +2,12 @@
 
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { inspect } from 'node:util';
-import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
+import { ApiKeySecrets, writeNewKeyFile } from '../src/auth/apikey-secrets.js';
 
 const root = mkdtempSync(join(tmpdir(), 'authd-apikey-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -140,4 +140,22 @@ describe('ApiKeySecrets.load', () => {
   test('a value that is neither hex nor base64 is refused', () => {
     assert.throws(() => ApiKeySecrets.load({ keyFile: freshKeyFile(), keyValue: `${'x'.repeat(50)}!` }));
   });
+});
+
+test('a first start never replaces a key file another process made meanwhile; rotate-key does', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'authd-keyfile-race-'));
+  try {
+    const keyFile = join(dir, 'keys', 'server.key');
+    const first = Buffer.from(writeNewKeyFile(keyFile));
+    // A second first start that found no key file when it looked (two started at once): it must end with the same key.
+    const second = writeNewKeyFile(keyFile);
+    assert.deepEqual(second, first, 'the later writer takes the key already there');
+    assert.deepEqual(readFileSync(keyFile), first, 'the file still holds the first key');
+    const rotated = Buffer.from(writeNewKeyFile(keyFile, 'replace'));
+    assert.notDeepEqual(rotated, first);
+    assert.deepEqual(readFileSync(keyFile), rotated);
+    assert.deepEqual(readdirSync(join(dir, 'keys')), ['server.key'], 'no temporary file is left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

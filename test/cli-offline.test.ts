@@ -104,7 +104,7 @@ describe('reset-admin-password', () => {
   test('refused while the server runs; after it stops, the record is durable and the new password works', async () => {
     const busy = await authctl(['reset-admin-password', '--data-dir', dirs.dataDir, '--password-stdin'], { stdin: 'new-admin-pass-1\n' });
     assert.equal(busy.code, 1);
-    assert.match(busy.stderr, /in use by process \d+.*Stop the server first/);
+    assert.match(busy.stderr, /is in use: another process holds the lock on .*Stop the server first/);
 
     // The admin locked itself out: disabled by another administrator and out of the base Application's reach.
     const api = server.api();
@@ -237,7 +237,7 @@ describe('export and import', () => {
     writeFileSync(file, '');
     const res = await authctl(['import', '--data-dir', dirs.dataDir, file]);
     assert.equal(res.code, 1);
-    assert.match(res.stderr, /in use by process/);
+    assert.match(res.stderr, /is in use: another process holds the lock on /);
     const env = adminEnv(server);
     assert.equal((await authctl(['applications', 'list'], { env })).code, 0, 'the server was not disturbed');
   });

@@ -10,7 +10,7 @@
 // API Key secret at once; revoking one key means giving it a new nonce. The "v1" label lets a future
 // derivation coexist. keyId and nonce cannot contain NUL, so the encoding is unambiguous.
 
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
 import { ConfigError } from '../config/config.js';
@@ -152,8 +152,12 @@ function readOrCreateKeyFile(keyFile: string): Buffer {
   return readKeyFile(keyFile) ?? writeNewKeyFile(keyFile);
 }
 
-/** Writes 32 new random bytes to keyFile (replacing it atomically if it exists) and returns them. */
-export function writeNewKeyFile(keyFile: string): Buffer {
+/**
+ * Writes 32 new random bytes to keyFile and returns them. `create` never replaces a key file: when another
+ * process made one meanwhile (two first starts at once), its key is returned instead, so both use one key.
+ * `replace` (authctl rotate-key) swaps it atomically.
+ */
+export function writeNewKeyFile(keyFile: string, mode: 'create' | 'replace' = 'create'): Buffer {
   const dir = dirname(keyFile);
   mkdirSync(dir, { recursive: true, mode: privateDirMode });
   const key = randomBytes(serverKeyBytesNew);
@@ -166,8 +170,23 @@ export function writeNewKeyFile(keyFile: string): Buffer {
   } finally {
     closeSync(fd);
   }
-  renameSync(tmp, keyFile);
-  // The rename is durable only once the directory entry is on disk.
+  if (mode === 'replace') {
+    renameSync(tmp, keyFile);
+  } else {
+    try {
+      // link() fails if keyFile exists, where rename() would replace it.
+      linkSync(tmp, keyFile);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      key.fill(0);
+      const theirs = readKeyFile(keyFile);
+      if (theirs === undefined) throw err;
+      return theirs;
+    } finally {
+      try { unlinkSync(tmp); } catch { /* gone already */ }
+    }
+  }
+  // The new name is durable only once the directory entry is on disk.
   const dirFd = openSync(dir, 'r');
   try {
     fsyncSync(dirFd);

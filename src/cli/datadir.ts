@@ -29,7 +29,7 @@ class ReadOnlyStorage implements Storage {
     return Promise.resolve({ path, write: done, datasync: done, sync: done, truncate: done, close: done });
   }
   create(path: string): Promise<WritableFile> { return Promise.reject(new Error(`read-only: will not create ${path}`)); }
-  createExclusive(path: string): Promise<void> { return Promise.reject(new Error(`read-only: will not create ${path}`)); }
+  lockExclusive(path: string): Promise<undefined> { return Promise.reject(new Error(`read-only: will not lock ${path}`)); }
   rename(from: string): Promise<void> { return Promise.reject(new Error(`read-only: will not rename ${from}`)); }
   unlink(): Promise<void> { return Promise.resolve(); }
   fsyncDir(): Promise<void> { return Promise.resolve(); }

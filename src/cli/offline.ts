@@ -8,7 +8,7 @@ import { ConfigError, loadConfig, settings, type FsyncPolicy } from '../config/c
 import { importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
 import { keyFingerprintPath, writeKeyFingerprint } from '../persist/key-fingerprint.js';
-import { acquireLock, LockError } from '../persist/lock.js';
+import { acquireLock, LockError, LockUnavailableError } from '../persist/lock.js';
 import { openPersistence, type Persistence } from '../persist/persistence.js';
 import type { PersistLogger } from '../persist/replayable.js';
 import { NodeStorage } from '../persist/storage.js';
@@ -45,6 +45,7 @@ async function openStopped(dir: string, io: Output, fsync: FsyncPolicy): Promise
     });
   } catch (err) {
     if (err instanceof LockError) throw new CommandError(`${err.message}. Stop the server first (this command needs the directory to itself).`, { cause: err });
+    if (err instanceof LockUnavailableError) throw new CommandError(err.message, { cause: err });
     throw err;
   }
 }
@@ -277,15 +278,16 @@ ${dataDirHelp}
     const storage = new NodeStorage();
     let lock;
     try {
-      lock = await acquireLock(storage, dir, stderrLogger(io));
+      lock = await acquireLock(storage, dir);
     } catch (err) {
       if (err instanceof LockError) throw new CommandError(`${err.message}. Stop the server first (this command needs the directory to itself).`, { cause: err });
+      if (err instanceof LockUnavailableError) throw new CommandError(err.message, { cause: err });
       throw err;
     }
     let fingerprint: string;
     try {
       // Key first, then fingerprint: a crash between leaves a start refused (a different key), and running this again completes it.
-      fingerprint = ApiKeySecrets.fromKey(writeNewKeyFile(keyFile), `key file ${keyFile}`).fingerprint();
+      fingerprint = ApiKeySecrets.fromKey(writeNewKeyFile(keyFile, 'replace'), `key file ${keyFile}`).fingerprint();
       await writeKeyFingerprint(storage, dir, fingerprint);
     } finally {
       await lock.release();

@@ -245,6 +245,8 @@ export const peerAddressTextsMax = 4096;
 export const privateDirMode = 0o700;
 /** Files the service creates (log, snapshots, key file, exports): only its own user may read or write them. */
 export const privateFileMode = 0o600;
+/** `flock -n` on the data directory's LOCK answers at once on a local file system; this bounds a hung network one (src/persist/lock.ts). */
+export const flockCommandMsMax = 10_000;
 /** Permission bits of group and others: a data directory with any set is tightened, a key file with any set refused. */
 export const groupOtherModeBits = 0o077;
 /** A request line and header fields larger than this are answered 431 and the connection closed (node:http's own default). */

@@ -92,7 +92,7 @@ export function withFaults(storage: Storage, settings: FaultSettings): Storage {
     openRead: (path): Promise<ReadableFile> => storage.openRead(path),
     openAppend: async (path) => wrap(await storage.openAppend(path)),
     create: async (path) => wrap(await storage.create(path)),
-    createExclusive: (path, data) => storage.createExclusive(path, data),
+    lockExclusive: (path, info) => storage.lockExclusive(path, info),
     rename: async (from, to) => {
       at('before-rename');
       await storage.rename(from, to);

@@ -1,6 +1,6 @@
 // The data directory layout: names of log segments, snapshots, their temporaries, the lock file and the key fingerprint.
 //
-//   <dir>/LOCK                                    pid of the process that owns the directory
+//   <dir>/LOCK                                    flock(2)-locked by the process that has the directory open (lock.ts)
 //   <dir>/wal-<first seq, 16 digits>.log          log segment; holds records first seq .. (next segment's first seq - 1)
 //   <dir>/snapshot-<base seq, 16 digits>.msgpack  state after record <base seq>, plus possibly some later changes
 //   <dir>/KEY-FINGERPRINT                         which server key the data was written with (key-fingerprint.ts)

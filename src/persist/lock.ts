@@ -1,130 +1,141 @@
-// The data directory lock: a LOCK file holding the owner's pid, created exclusively; a dead owner's lock is taken over.
+// The data directory lock: an exclusive flock(2) on <dir>/LOCK, held by an open file for the process's lifetime, so the kernel drops it when the holder dies.
+//
+// Node has no flock call and the service ships no native addon, so the lock is taken by util-linux's `flock`
+// command on our own open file, passed to it as its fd 3. A flock(2) lock belongs to the open file description,
+// which the child shares with us: when the child exits the lock stays held by our descriptor, and only closing it
+// (release(), or the death of this process, SIGKILL included) drops it. No pid is ever read back: the pid written
+// into the file is for people (`cat LOCK`), and a lock whose holder is alive is held whatever the file says,
+// in whichever pid namespace (container) the holder runs.
 
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants as fsConstants, fchmodSync, fstatSync, ftruncateSync, openSync, statSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { flockCommandMsMax, privateFileMode } from '../config/limits.js';
 import { lockFileName } from './layout.js';
-import type { PersistLogger } from './replayable.js';
-import type { Storage, StorageError } from './storage.js';
+import type { FileLock, Storage, StorageError } from './storage.js';
 
+/** The directory is locked by another open file: another authd or authctl, here or in another container. */
 export class LockError extends Error {
   readonly code = 'dir_locked';
-  constructor(readonly path: string, readonly ownerPid: number | undefined, message: string) {
+  constructor(readonly path: string, message: string) {
     super(message);
     this.name = 'LockError';
   }
 }
 
-export interface DirLock {
-  readonly path: string;
-  /** Removes the lock file; safe to call more than once. */
-  release(): Promise<void>;
-}
-
-/** Lock files this process holds, so opening the same directory twice in one process is refused. */
-const heldByThisProcess = new Set<string>();
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to someone else, which still means the directory is in use.
-    return (err as StorageError).code === 'EPERM';
+/** The lock could not be taken at all (no `flock` command, or it failed): nothing may open the directory. */
+export class LockUnavailableError extends Error {
+  readonly code = 'lock_unavailable';
+  constructor(readonly path: string, message: string) {
+    super(message);
+    this.name = 'LockUnavailableError';
   }
 }
 
+/** The held lock; release() drops it, and the LOCK file stays (see holdFileLock). */
+export type DirLock = FileLock;
+
+/** The lock command, looked up on PATH: util-linux's; busybox's lists the same short options (`-x -n FD`). */
+const flockCommand = 'flock';
+/** A LOCK replaced between our open and our lock (by hand, or an older version's release) is opened again, this many times. */
+const lockAttemptsMax = 3;
+/** How much of a held LOCK file's content an error message quotes. */
+const holderInfoCharsMax = 80;
+
 /**
- * This boot of the machine, or '-' where Linux does not say. A lock written before a reboot (a power
- * loss) names a pid that may now belong to an unrelated live process: the boot id tells them apart.
+ * Takes <dir>/LOCK, or refuses with LockError while any other open file holds it (another process, or
+ * another opener in this one). Throws LockUnavailableError when no lock can be taken: the directory is
+ * then not opened at all, since without the lock two processes could both append to the log.
  */
-function currentBootId(): string {
+export async function acquireLock(storage: Storage, dir: string): Promise<DirLock> {
+  const path = resolve(join(dir, lockFileName));
+  const held = await storage.lockExclusive(path, Buffer.from(`${process.pid}\n`));
+  if (held === undefined) {
+    const holder = await holderInfo(storage, path);
+    throw new LockError(path, `data directory ${dir} is in use: another process holds the lock on ${path}${holder}; \`flock -n ${path} true\` exits 0 once it is free`);
+  }
+  return held;
+}
+
+/** What the last holder wrote into the file (its pid, in its own pid namespace), for the message only. */
+async function holderInfo(storage: Storage, path: string): Promise<string> {
   try {
-    const id = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    return id.length > 0 && !id.includes(' ') ? id : '-';
+    const text = Buffer.from(await storage.readFile(path)).toString('utf8').trim().slice(0, holderInfoCharsMax);
+    return /^[\x20-\x7e]+$/.test(text) ? `; its last holder wrote "${text}" into it` : '';
   } catch {
-    return '-';
+    return '';
   }
 }
 
-const bootId = currentBootId();
-
-/** `<pid> <boot id>\n`. */
-function lockContent(): Buffer {
-  return Buffer.from(`${process.pid} ${bootId}\n`);
-}
-
 /**
- * The owner a lock file names, or undefined for a stale one. Only a complete line counts: the lock is
- * written without an fsync, so after a power loss it may hold a cut-short pid ("1" of "1234") or noise.
- * A bare pid line (an older version's lock) still counts.
+ * The real file system's lock (NodeStorage.lockExclusive): opens path (created mode privateFileMode), takes
+ * flock(LOCK_EX | LOCK_NB) on that open file through the `flock` command, and writes info into it. Returns
+ * undefined when another open file holds the lock. The file is never removed, not even on release: a process
+ * that opened it before the removal could then lock the removed file while a third locks a new one.
  */
-function parseOwner(content: Uint8Array): number | undefined {
-  const text = Buffer.from(content).toString('utf8');
-  if (!text.endsWith('\n')) return undefined;
-  const [pidText, boot, ...rest] = text.slice(0, -1).split(' ');
-  if (rest.length > 0 || pidText === undefined || !/^[1-9][0-9]{0,9}$/.test(pidText)) return undefined;
-  if (boot !== undefined && boot !== '-' && bootId !== '-' && boot !== bootId) return undefined;
-  const pid = Number(pidText);
-  return Number.isSafeInteger(pid) ? pid : undefined;
+export function holdFileLock(path: string, info: Uint8Array): FileLock | undefined {
+  for (let attempt = 0; attempt < lockAttemptsMax; attempt++) {
+    // A raw descriptor, not a FileHandle: a FileHandle nobody references any more is closed by the garbage collector.
+    const fd = openSync(path, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, privateFileMode);
+    let keep = false;
+    try {
+      if (!flockExclusive(fd, path)) return undefined;
+      // Locked the file we opened; if LOCK is by now another file, that one is what the next opener will lock.
+      const opened = fstatSync(fd);
+      const current = statOrUndefined(path);
+      if (current === undefined || current.ino !== opened.ino || current.dev !== opened.dev) continue;
+      if ((opened.mode & 0o777) !== privateFileMode) fchmodSync(fd, privateFileMode);
+      ftruncateSync(fd, 0);
+      writeSync(fd, info, 0, info.length, 0);
+      keep = true;
+      return descriptorLock(path, fd);
+    } finally {
+      if (!keep) closeSync(fd);
+    }
+  }
+  throw new LockUnavailableError(path, `could not lock ${path}: it was replaced ${lockAttemptsMax} times while being locked`);
 }
 
-async function readOwner(storage: Storage, path: string): Promise<number | undefined | 'gone'> {
+/** True when fd now holds the lock, false when another open file does. */
+function flockExclusive(fd: number, path: string): boolean {
+  // fd becomes the child's fd 3: the same open file description, so the lock the child takes is ours.
+  const result = spawnSync(flockCommand, ['-x', '-n', '3'], { stdio: ['ignore', 'ignore', 'pipe', fd], timeout: flockCommandMsMax });
+  const stderr = result.stderr?.toString('utf8').trim() ?? '';
+  if (result.error !== undefined) {
+    if ((result.error as StorageError).code === 'ENOENT') {
+      throw new LockUnavailableError(path,
+        `cannot lock ${path}: the \`${flockCommand}\` command is not on PATH (${process.env['PATH'] ?? ''}). The data directory lock needs it ` +
+        '(Debian, Ubuntu, Fedora: package util-linux; Alpine: busybox or util-linux; macOS: `brew install flock`)');
+    }
+    throw new LockUnavailableError(path, `cannot lock ${path}: running \`${flockCommand}\` failed: ${result.error.message}`);
+  }
+  if (result.status === 0) return true;
+  // -n: exit status 1, and nothing on stderr, when the lock is held. Anything else is reported as a failure: a
+  // refusal either way, never a start without the lock.
+  if (result.status === 1 && stderr === '') return false;
+  const how = result.signal !== null ? `was killed by ${result.signal}` : `exited with status ${result.status}`;
+  throw new LockUnavailableError(path, `cannot lock ${path}: \`${flockCommand} -x -n 3\` ${how}${stderr === '' ? '' : `: ${stderr}`}`);
+}
+
+function statOrUndefined(path: string): ReturnType<typeof statSync> | undefined {
   try {
-    return parseOwner(await storage.readFile(path));
+    return statSync(path);
   } catch (err) {
-    if ((err as StorageError).code === 'ENOENT') return 'gone';
+    if ((err as StorageError).code === 'ENOENT') return undefined;
     throw err;
   }
 }
 
-/**
- * Takes <dir>/LOCK. A lock naming a live process refuses with LockError. A lock naming a dead
- * process, or an earlier boot of the machine, or no complete line (a crash between creating and
- * writing it, or a power loss that cut it short), is stale and taken over.
- * A lock naming our own pid that this process does not hold is stale too: in a container the
- * service is usually pid 1 on every start. Two processes taking over the same stale lock at the same
- * moment can both succeed; closing that window needs flock(2), which Node does not offer.
- */
-export async function acquireLock(storage: Storage, dir: string, logger: PersistLogger): Promise<DirLock> {
-  const path = resolve(join(dir, lockFileName));
-  if (heldByThisProcess.has(path)) throw new LockError(path, process.pid, `data directory ${dir} is already open in this process`);
-  const content = lockContent();
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      await storage.createExclusive(path, content);
-      heldByThisProcess.add(path);
-      return makeLock(storage, path);
-    } catch (err) {
-      if ((err as StorageError).code !== 'EEXIST') throw err;
-    }
-    const owner = await readOwner(storage, path);
-    if (owner === 'gone') continue;
-    if (owner !== undefined && owner !== process.pid && isProcessAlive(owner)) {
-      throw new LockError(path, owner, `data directory ${dir} is in use by process ${owner} (${path}); stop that process first, or delete the lock file if it is not an authd`);
-    }
-    logger.warn({ lock: path, stalePid: owner ?? null }, 'taking over a stale lock file');
-    try {
-      await storage.unlink(path);
-    } catch (err) {
-      if ((err as StorageError).code !== 'ENOENT') throw err;
-    }
-  }
-  throw new LockError(path, undefined, `could not take ${path}: another process keeps creating it`);
-}
-
-function makeLock(storage: Storage, path: string): DirLock {
-  let released = false;
+function descriptorLock(path: string, fd: number): FileLock {
+  let open = true;
   return {
     path,
-    async release(): Promise<void> {
-      if (released) return;
-      released = true;
-      heldByThisProcess.delete(path);
-      try {
-        await storage.unlink(path);
-      } catch (err) {
-        if ((err as StorageError).code !== 'ENOENT') throw err;
+    release(): Promise<void> {
+      if (open) {
+        open = false;
+        closeSync(fd);
       }
+      return Promise.resolve();
     },
   };
 }

@@ -229,7 +229,7 @@ export async function openPersistence<S extends Replayable>(opts: PersistenceOpt
   restrictDataDir(opts.dir, opts.logger);
   // On the first start the directory itself is new: its name must be durable before anything in it is.
   await storage.fsyncDir(dirname(resolve(opts.dir)));
-  const lock = await acquireLock(storage, opts.dir, opts.logger);
+  const lock = await acquireLock(storage, opts.dir);
   try {
     const recovered = await recover({ dir: opts.dir, storage, createState: opts.createState, logger: opts.logger });
     const { state } = recovered;

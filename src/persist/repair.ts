@@ -76,7 +76,7 @@ export async function repairDataDir<S extends Replayable>(opts: RepairOptions<S>
   };
 
   restrictDataDir(dir, logger);
-  const lock = await acquireLock(storage, dir, logger);
+  const lock = await acquireLock(storage, dir);
   try {
     for (let step = 0; step < repairStepsMax; step++) {
       let failure: RecoveryError;

@@ -7,6 +7,7 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { privateDirMode, privateFileMode } from '../config/limits.js';
+import { holdFileLock } from './lock.js';
 
 /** A file open for writing at its end. Writes are not durable until datasync() or sync() resolves. */
 export interface WritableFile {
@@ -31,6 +32,13 @@ export interface ReadableFile {
   close(): Promise<void>;
 }
 
+/** An exclusive lock on a file, held until release() or until this process dies, whichever comes first. */
+export interface FileLock {
+  readonly path: string;
+  /** Drops the lock; the file stays. Safe to call more than once. */
+  release(): Promise<void>;
+}
+
 /** A Node errno-style error: Storage implementations reject with these so callers can test `code`. */
 export interface StorageError extends Error {
   code?: string;
@@ -48,8 +56,11 @@ export interface Storage {
   openAppend(path: string): Promise<WritableFile>;
   /** Creates path empty (cutting it to zero if it exists) and opens it for writing; used for snapshot temporaries. */
   create(path: string): Promise<WritableFile>;
-  /** Creates path holding data, failing with code 'EEXIST' if it exists; used for the lock file. Not fsynced. */
-  createExclusive(path: string, data: Uint8Array): Promise<void>;
+  /**
+   * Locks path (created if missing) against every other opener, and writes info into it (not fsynced);
+   * undefined while another holds it. Used for the data directory's LOCK file (lock.ts).
+   */
+  lockExclusive(path: string, info: Uint8Array): Promise<FileLock | undefined>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   /** Makes creates, renames and unlinks inside dir durable. */
@@ -145,8 +156,9 @@ export class NodeStorage implements Storage {
     return new NodeWritableFile(path, await fsp.open(path, flags, privateFileMode));
   }
 
-  async createExclusive(path: string, data: Uint8Array): Promise<void> {
-    await fsp.writeFile(path, data, { flag: 'wx', mode: privateFileMode });
+  async lockExclusive(path: string, info: Uint8Array): Promise<FileLock | undefined> {
+    // A kernel lock that dies with this process: see lock.ts.
+    return holdFileLock(path, info);
   }
 
   rename(from: string, to: string): Promise<void> {

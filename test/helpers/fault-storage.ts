@@ -12,7 +12,7 @@
 // I/O errors can be injected per operation (ENOSPC on write, partial writes, EIO on fsync).
 
 import { posix } from 'node:path';
-import type { ReadableFile, Storage, WritableFile } from '../../src/persist/storage.js';
+import type { FileLock, ReadableFile, Storage, WritableFile } from '../../src/persist/storage.js';
 import { prng } from './prng.js';
 
 /** The shared seeded generator (test/helpers/prng.ts) with the draws these tests need: the same seed replays the same crash. */
@@ -99,7 +99,7 @@ function errno(code: string, message: string): Error {
   return Object.assign(new Error(`${code}: ${message}`), { code });
 }
 
-export type MutatingOp = 'write' | 'datasync' | 'sync' | 'truncate' | 'create' | 'openAppend' | 'createExclusive' | 'rename' | 'unlink' | 'fsyncDir';
+export type MutatingOp = 'write' | 'datasync' | 'sync' | 'truncate' | 'create' | 'openAppend' | 'lockExclusive' | 'rename' | 'unlink' | 'fsyncDir';
 
 export interface FaultPlan {
   /** The crash happens at this mutating operation (1-based); undefined: never. */
@@ -127,6 +127,7 @@ export interface CrashStats {
 /** The in-memory file system. Paths are absolute POSIX paths; directories are durable once made. */
 export class PowerLossStorage implements Storage {
   private readonly dirs = new Map<string, Dir>();
+  private readonly locked = new Set<string>();
   private ops = 0;
   private crashedAt: { op: MutatingOp; path: string } | undefined;
   private wakeOnCrash: Array<() => void> = [];
@@ -274,13 +275,22 @@ export class PowerLossStorage implements Storage {
     return this.writable(path, inode);
   }
 
-  async createExclusive(path: string, data: Uint8Array): Promise<void> {
-    await this.gate('createExclusive', path);
+  /** One holder per path within this storage (one simulated process); a crash image starts with none held. */
+  async lockExclusive(path: string, info: Uint8Array): Promise<FileLock | undefined> {
+    await this.gate('lockExclusive', path);
+    const full = posix.resolve(path);
+    if (this.locked.has(full)) return undefined;
+    this.locked.add(full);
     const { dir, name } = this.parts(path);
-    if (dir.entries.has(name)) throw errno('EEXIST', `${path} exists`);
-    const inode = new Inode();
-    inode.write(0, data);
-    this.link(path, inode);
+    let inode = dir.entries.get(name);
+    if (inode === undefined) {
+      inode = new Inode();
+      this.link(path, inode);
+    } else {
+      inode.truncate(0);
+    }
+    inode.write(0, info);
+    return { path, release: () => Promise.resolve(void this.locked.delete(full)) };
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -344,8 +354,8 @@ export class PowerLossStorage implements Storage {
 
   /**
    * What the disk holds after a power loss now: durable data and directory entries, plus what the
-   * seeded draw keeps of everything pending. `moveTo` re-roots the files (so the crashed process's
-   * lock, still "held" by this test process, is not in the way). Every file of the image is durable.
+   * seeded draw keeps of everything pending. `moveTo` re-roots the files. The image holds no lock, as
+   * after the death of the process that held one. Every file of the image is durable.
    */
   crashImage(rng: Rng, moveFrom: string, moveTo: string, stats?: CrashStats): PowerLossStorage {
     const image = new PowerLossStorage();

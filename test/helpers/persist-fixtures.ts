@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { EntityKind, LogRecord, Op, User } from '../../src/domain/entities.js';
 import { entityKinds } from '../../src/domain/entities.js';
 import type { PersistLogger, Replayable, SnapshotSource } from '../../src/persist/replayable.js';
-import { NodeStorage, type ReadableFile, type Storage, type WritableFile } from '../../src/persist/storage.js';
+import { NodeStorage, type FileLock, type ReadableFile, type Storage, type WritableFile } from '../../src/persist/storage.js';
 
 /** A stand-in for src/store/state.ts: one Map per kind, id -> value, changed only by whole-entity puts and deletes. */
 export class FakeState implements Replayable {
@@ -161,7 +161,7 @@ export class HookedStorage implements Storage {
   openRead(path: string): Promise<ReadableFile> { return this.real.openRead(path); }
   async openAppend(path: string): Promise<WritableFile> { await this.hook('openAppend', path); return this.wrap(await this.real.openAppend(path)); }
   async create(path: string): Promise<WritableFile> { await this.hook('create', path); return this.wrap(await this.real.create(path)); }
-  createExclusive(path: string, data: Uint8Array): Promise<void> { return this.real.createExclusive(path, data); }
+  lockExclusive(path: string, info: Uint8Array): Promise<FileLock | undefined> { return this.real.lockExclusive(path, info); }
   async rename(from: string, to: string): Promise<void> { await this.hook('rename', from); await this.real.rename(from, to); }
   unlink(path: string): Promise<void> { return this.real.unlink(path); }
   async fsyncDir(dir: string): Promise<void> { await this.hook('fsyncDir', dir); await this.real.fsyncDir(dir); }
