@@ -150,7 +150,7 @@ async function main(): Promise<void> {
   const audit = new Audit(config.logLevel === 'silent' ? undefined : out);
   if (state.meta === undefined) await firstStart(config, pool, committer, logger, audit);
 
-  const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, entriesMax: verifyCacheEntriesMax });
+  const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, idleMs: config.verifyCacheIdleMs, entriesMax: verifyCacheEntriesMax });
   const limiter = new BruteForceLimiter(config.bruteForce);
   // Pairs that succeeded before a restart stay trusted through it (src/auth/trusted-pairs-file.ts).
   const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, key: secrets.subkey('authd-trusted-pairs-v1'), limiter });

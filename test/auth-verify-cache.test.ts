@@ -1,14 +1,20 @@
-// Pins the verified-credential cache: hits, misses, version identity, expiry, eviction, and that it never holds a secret.
+// Pins the verified-credential cache: hits, misses, version identity, expiry (idle and absolute, issue 24), eviction, and that it never holds a secret.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import { VerifyCache } from '../src/auth/verify-cache.js';
+import { verifyCacheIdleMsDefault, verifyCacheTtlMsDefault } from '../src/config/limits.js';
 
-function makeCache(opts: { ttlMs?: number; entriesMax?: number } = {}): { cache: VerifyCache; clock: { ms: number } } {
+function makeCache(opts: { ttlMs?: number; idleMs?: number; entriesMax?: number } = {}): { cache: VerifyCache; clock: { ms: number } } {
   const clock = { ms: 1_000_000 };
-  const cache = new VerifyCache({ ttlMs: opts.ttlMs ?? 60_000, entriesMax: opts.entriesMax ?? 100, now: () => clock.ms });
+  const cache = new VerifyCache({ ttlMs: opts.ttlMs ?? 60_000, idleMs: opts.idleMs, entriesMax: opts.entriesMax ?? 100, now: () => clock.ms });
   return { cache, clock };
+}
+
+/** A cache with the service's default policy, on a clock the test moves. */
+function defaultCache(entriesMax = 100): { cache: VerifyCache; clock: { ms: number } } {
+  return makeCache({ ttlMs: verifyCacheTtlMsDefault, idleMs: verifyCacheIdleMsDefault, entriesMax });
 }
 
 describe('VerifyCache', () => {
@@ -87,6 +93,94 @@ describe('VerifyCache', () => {
     const cache = new VerifyCache({ ttlMs: 1000, entriesMax: 0 });
     cache.remember('a', {}, 'pa');
     assert.equal(cache.size, 0);
+  });
+
+  // Issue 24: the TTL counted from the verification alone, so a user authenticating less than once a minute paid argon2 every time.
+  test('an entry used every 50 s stays valid past 60 s (default policy)', () => {
+    const { cache, clock } = defaultCache();
+    assert.ok(verifyCacheIdleMsDefault > 50_000 && verifyCacheTtlMsDefault > 600_000, 'the defaults this test is about');
+    const user = { id: 'u1' };
+    cache.remember('u1', user, 'pw');
+    for (let elapsed = 50_000; elapsed <= 600_000; elapsed += 50_000) {
+      clock.ms += 50_000;
+      assert.equal(cache.check('u1', user, 'pw'), true, `still remembered ${elapsed / 1000} s after the verification`);
+    }
+  });
+
+  test('an idle entry expires after the idle time; each use starts it again (default policy)', () => {
+    const { cache, clock } = defaultCache();
+    const user = { id: 'u1' };
+    cache.remember('u1', user, 'pw');
+    clock.ms += verifyCacheIdleMsDefault - 1;
+    assert.equal(cache.check('u1', user, 'pw'), true, 'used just before the idle time');
+    clock.ms += verifyCacheIdleMsDefault - 1;
+    assert.equal(cache.holds('u1', user), true, 'the use started the idle time again');
+    clock.ms += verifyCacheIdleMsDefault - 1;
+    assert.equal(cache.check('u1', user, 'pw'), true, 'holds() counts as a use too');
+    clock.ms += verifyCacheIdleMsDefault;
+    assert.equal(cache.holds('u1', user), false, 'unused for the idle time');
+    assert.equal(cache.check('u1', user, 'pw'), false);
+    assert.equal(cache.size, 0, 'and dropped');
+  });
+
+  test('a busy entry expires at the absolute maximum after its verification; only a new verification renews it (default policy)', () => {
+    const { cache, clock } = defaultCache();
+    const user = { id: 'u1' };
+    const verifiedAt = clock.ms;
+    cache.remember('u1', user, 'pw');
+    const stepMs = verifyCacheIdleMsDefault / 2;
+    while (clock.ms + stepMs < verifiedAt + verifyCacheTtlMsDefault) {
+      clock.ms += stepMs;
+      assert.equal(cache.check('u1', user, 'pw'), true, `${(clock.ms - verifiedAt) / 1000} s after the verification`);
+    }
+    clock.ms = verifiedAt + verifyCacheTtlMsDefault - 1;
+    assert.equal(cache.check('u1', user, 'pw'), true, 'just before the maximum');
+    clock.ms += 1;
+    assert.equal(cache.holds('u1', user), false, 'at the maximum, however busy');
+    assert.equal(cache.check('u1', user, 'pw'), false);
+    cache.remember('u1', user, 'pw');
+    clock.ms += verifyCacheTtlMsDefault - 1;
+    assert.equal(cache.holds('u1', user), false, 'a fresh verification is still bound by the idle time');
+  });
+
+  test('a wrong secret does not keep an entry alive', () => {
+    const { cache, clock } = makeCache({ ttlMs: 3_600_000, idleMs: 1000 });
+    const user = { id: 'u1' };
+    cache.remember('u1', user, 'pw');
+    clock.ms += 900;
+    assert.equal(cache.check('u1', user, 'guess'), false);
+    clock.ms += 100;
+    assert.equal(cache.check('u1', user, 'pw'), false, 'idle since the real use, whatever was guessed in between');
+  });
+
+  test('a full cache drops idle entries before it evicts a busy one', () => {
+    const { cache, clock } = makeCache({ ttlMs: 3_600_000, idleMs: 1000, entriesMax: 4 });
+    const v = {};
+    for (const s of ['busy', 'b', 'c', 'd']) cache.remember(s, v, `p${s}`);
+    clock.ms += 900;
+    assert.equal(cache.check('busy', v, 'pbusy'), true);
+    clock.ms += 100; // b, c and d have gone unused for the idle time; busy, the oldest verification, was used
+    cache.remember('e', v, 'pe');
+    assert.ok(cache.size <= 3, `idle ones were swept (${cache.size} entries)`);
+    assert.equal(cache.check('busy', v, 'pbusy'), true, 'the busy entry was not evicted');
+    assert.equal(cache.check('e', v, 'pe'), true);
+  });
+
+  test('entries past their TTL leave on the next verification, unlooked-up', () => {
+    const { cache, clock } = makeCache({ ttlMs: 1000, idleMs: 1000, entriesMax: 100 });
+    const v = {};
+    for (let i = 0; i < 50; i++) cache.remember(`u${i}`, v, 'pw');
+    clock.ms += 1000;
+    cache.remember('new', v, 'pw');
+    assert.equal(cache.size, 1);
+  });
+
+  test('idleMs 0 turns the cache off', () => {
+    const { cache } = makeCache({ ttlMs: 60_000, idleMs: 0 });
+    const user = {};
+    cache.remember('u1', user, 'pw');
+    assert.equal(cache.size, 0);
+    assert.equal(cache.holds('u1', user), false);
   });
 
   test('never stores the secret: no field, however deep, holds it', () => {

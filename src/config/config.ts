@@ -5,7 +5,8 @@ import {
   argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, bodyBytesMax,
   bruteForceAddressFailureFactorDefault, bruteForceFailureFactorDefault, bruteForceFailureResetMsDefault,
   bruteForceMaxWaitMsDefault, bruteForceTarpitMaxMsDefault, bruteForceTarpitStepMsDefault, bruteForceWaitIncrementMsDefault,
-  snapshotEveryRecordsDefault, snapshotEverySecondsDefault, verifyCacheTtlMsDefault,
+  snapshotEveryRecordsDefault, snapshotEverySecondsDefault, verifyCacheIdleMsDefault, verifyCacheSettingMsMax,
+  verifyCacheTtlMsDefault,
 } from './limits.js';
 
 export type FsyncPolicy = 'always' | 'interval' | 'off';
@@ -24,7 +25,10 @@ export interface Config {
   readonly serverKey: string | undefined;
   readonly hashWorkers: number;
   readonly argon2: { memoryKiB: number; iterations: number; parallelism: number };
+  /** The longest a password verification is remembered, counted from the argon2 check itself; 0: no cache. */
   readonly verifyCacheTtlMs: number;
+  /** A remembered verification unused this long is forgotten; 0: no cache. */
+  readonly verifyCacheIdleMs: number;
   readonly snapshotEveryRecords: number;
   readonly snapshotEverySeconds: number;
   readonly bodyBytesMax: number;
@@ -62,7 +66,8 @@ export const settings = {
   ARGON2_MEMORY_KIB: { default: String(argon2MemoryKiBDefault), help: 'argon2id memory cost (KiB).' },
   ARGON2_ITERATIONS: { default: String(argon2IterationsDefault), help: 'argon2id time cost.' },
   ARGON2_PARALLELISM: { default: String(argon2ParallelismDefault), help: 'argon2id parallelism.' },
-  VERIFY_CACHE_TTL_MS: { default: String(verifyCacheTtlMsDefault), help: 'How long a successful password verification is remembered (0 turns the cache off).' },
+  VERIFY_CACHE_TTL_MS: { default: String(verifyCacheTtlMsDefault), help: 'The longest a successful password verification is remembered, counted from the argon2 check itself however often it is used since (0 turns the cache off).' },
+  VERIFY_CACHE_IDLE_MS: { default: String(verifyCacheIdleMsDefault), help: 'A remembered password verification that goes unused this long is forgotten; above VERIFY_CACHE_TTL_MS it changes nothing (0 turns the cache off).' },
   SNAPSHOT_EVERY_RECORDS: { default: String(snapshotEveryRecordsDefault), help: 'Take a snapshot after this many log records.' },
   SNAPSHOT_EVERY_SECONDS: { default: String(snapshotEverySecondsDefault), help: 'Take a snapshot at least this often when something changed.' },
   BODY_BYTES_MAX: { default: String(bodyBytesMax), help: 'Largest request body (bytes); larger ones get 413.' },
@@ -154,7 +159,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
       iterations: integer('ARGON2_ITERATIONS', get('ARGON2_ITERATIONS') ?? String(argon2IterationsDefault), 1, 100),
       parallelism,
     },
-    verifyCacheTtlMs: integer('VERIFY_CACHE_TTL_MS', get('VERIFY_CACHE_TTL_MS') ?? String(verifyCacheTtlMsDefault), 0, 24 * 3600 * 1000),
+    verifyCacheTtlMs: integer('VERIFY_CACHE_TTL_MS', get('VERIFY_CACHE_TTL_MS') ?? String(verifyCacheTtlMsDefault), 0, verifyCacheSettingMsMax),
+    verifyCacheIdleMs: integer('VERIFY_CACHE_IDLE_MS', get('VERIFY_CACHE_IDLE_MS') ?? String(verifyCacheIdleMsDefault), 0, verifyCacheSettingMsMax),
     snapshotEveryRecords: integer('SNAPSHOT_EVERY_RECORDS', get('SNAPSHOT_EVERY_RECORDS') ?? String(snapshotEveryRecordsDefault), 1, 1e9),
     snapshotEverySeconds: integer('SNAPSHOT_EVERY_SECONDS', get('SNAPSHOT_EVERY_SECONDS') ?? String(snapshotEverySecondsDefault), 1, 1e7),
     bodyBytesMax: integer('BODY_BYTES_MAX', get('BODY_BYTES_MAX') ?? String(bodyBytesMax), 1024, 64 * 1024 * 1024),

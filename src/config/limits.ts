@@ -108,9 +108,24 @@ export const logBusyRetryMs = 10;
 /** The event-loop delay is sampled this often: ~100 timer runs a second, microseconds each. */
 export const eventLoopDelaySampleMs = 10;
 
-// Verified-credential cache
-export const verifyCacheTtlMsDefault = 60_000;
+// Verified-credential cache (src/auth/verify-cache.ts)
+/**
+ * A remembered verification answers at most this long after the argon2 check it rests on, however often it is
+ * used (VERIFY_CACHE_TTL_MS). An hour: a user active all day pays one argon2 an hour, and a password whose check
+ * this process holds in memory is checked again at least that often.
+ */
+export const verifyCacheTtlMsDefault = 3600_000;
+/**
+ * ...and only while it is used at least this often (VERIFY_CACHE_IDLE_MS). Ten minutes: a client that
+ * authenticates every few minutes (a user between pages, a job polling) keeps its entry, while the verifications
+ * of users who have gone leave memory within the time an idle session usually gets.
+ */
+export const verifyCacheIdleMsDefault = 600_000;
+/** Either setting at most a day. */
+export const verifyCacheSettingMsMax = 24 * 3600_000;
 export const verifyCacheEntriesMax = 100_000;
+/** Entries each new verification looks at for idle ones to drop (beyond those past their TTL at the front): a full pass every size / this verifications. */
+export const verifyCacheSweepEntries = 4;
 
 // Callers recognised by their Authorization header (src/auth/known-callers.ts)
 /** The full check of a known caller, or of a recognised POST /authenticate, runs again after this long: it renews the pair's standing with the limiter. */
