@@ -1,7 +1,8 @@
 // Pins the verified-credential cache: hits, misses, version identity, expiry (idle and absolute, issue 24), eviction, and that it never holds a secret.
 
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { performance } from 'node:perf_hooks';
+import { describe, mock, test } from 'node:test';
 import { inspect } from 'node:util';
 import { VerifyCache } from '../src/auth/verify-cache.js';
 import { verifyCacheIdleMsDefault, verifyCacheTtlMsDefault } from '../src/config/limits.js';
@@ -173,6 +174,23 @@ describe('VerifyCache', () => {
     clock.ms += 1000;
     cache.remember('new', v, 'pw');
     assert.equal(cache.size, 1);
+  });
+
+  test('by default it keeps time on the monotonic clock: the wall clock going back does not stretch an entry', () => {
+    let monotonicMs = 5_000;
+    const monotonic = mock.method(performance, 'now', () => monotonicMs);
+    const wall = mock.method(Date, 'now', () => 1_700_000_000_000);
+    try {
+      const cache = new VerifyCache({ ttlMs: 3_600_000, idleMs: 600_000, entriesMax: 10 });
+      const user = { id: 'u1' };
+      cache.remember('u1', user, 'pw');
+      wall.mock.mockImplementation(() => 1_700_000_000_000 - 7_200_000);
+      monotonicMs += 600_000;
+      assert.equal(cache.check('u1', user, 'pw'), false, 'idle by the monotonic clock, whatever the wall clock says');
+    } finally {
+      monotonic.mock.restore();
+      wall.mock.restore();
+    }
   });
 
   test('idleMs 0 turns the cache off', () => {

@@ -12,6 +12,7 @@
 // reordering of the Map); expiry is lazy on lookup, and remember(), which follows an argon2 run, sweeps a
 // bounded number of entries for the idle ones, so a full cache drops those before it evicts a busy one.
 
+import { performance } from 'node:perf_hooks';
 import { verifyCacheIdleMsDefault, verifyCacheSweepEntries } from '../config/limits.js';
 import { KeyedHash, sameText } from './keyed-hash.js';
 
@@ -51,7 +52,8 @@ export class VerifyCache {
     this.ttlMs = opts.ttlMs;
     this.idleMs = idleMs;
     this.entriesMax = opts.ttlMs === 0 || idleMs === 0 ? 0 : opts.entriesMax;
-    this.now = opts.now ?? Date.now;
+    // A monotonic clock (as cheap as Date.now): setting the wall clock back must not stretch an entry past ttlMs.
+    this.now = opts.now ?? ((): number => performance.now());
     this.sweep = this.entries.entries();
   }
 
