@@ -193,6 +193,30 @@ describe('VerifyCache', () => {
     }
   });
 
+  test('counts hits, idle and TTL expiries and evictions, each by the bound met first', () => {
+    const { cache, clock } = makeCache({ ttlMs: 10_000, idleMs: 3000, entriesMax: 2 });
+    const v = {};
+    cache.remember('idle', v, 'p');
+    cache.remember('busy', v, 'p');
+    for (let i = 0; i < 3; i++) {
+      clock.ms += 2500;
+      assert.equal(cache.check('busy', v, 'p'), true);
+    }
+    assert.equal(cache.holds('busy', v), true);
+    assert.equal(cache.check('busy', v, 'wrong'), false, 'a wrong secret is no hit');
+    assert.equal(cache.check('idle', v, 'p'), false);
+    clock.ms += 2500; // 10 s after its verification, 2.5 s after its last use: busy ran into its TTL
+    assert.equal(cache.check('busy', v, 'p'), false);
+    assert.deepEqual({ ...cache.counts }, { hits: 4, expiredIdle: 1, expiredTtl: 1, evicted: 0 });
+    cache.remember('a', v, 'p');
+    cache.remember('b', v, 'p');
+    cache.remember('c', v, 'p');
+    assert.equal(cache.counts.evicted, 1);
+    cache.remember('d', {}, 'p');
+    assert.equal(cache.check('d', v, 'p'), false, 'another version');
+    assert.equal(cache.counts.expiredIdle + cache.counts.expiredTtl, 2, 'a changed User is no expiry');
+  });
+
   test('idleMs 0 turns the cache off', () => {
     const { cache } = makeCache({ ttlMs: 60_000, idleMs: 0 });
     const user = {};

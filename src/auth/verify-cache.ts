@@ -28,7 +28,21 @@ class Entry {
   ) {}
 }
 
+/** What a cache did since it was made, for the metrics: answers that spared an argon2 run, and entries that ran out or were pushed out. */
+export interface VerifyCacheCounts {
+  /** check() matches and holds() yeses. */
+  hits: number;
+  /** Entries found or swept unused for idleMs. */
+  expiredIdle: number;
+  /** Entries found or dropped at ttlMs after their verification. */
+  expiredTtl: number;
+  /** Live entries pushed out by entriesMax. */
+  evicted: number;
+}
+
 export class VerifyCache {
+  /** Plain number fields incremented in place: counting costs the hot path no allocation. */
+  private readonly tally: VerifyCacheCounts = { hits: 0, expiredIdle: 0, expiredTtl: 0, evicted: 0 };
   private readonly ttlMs: number;
   private readonly idleMs: number;
   private readonly entriesMax: number;
@@ -61,6 +75,11 @@ export class VerifyCache {
     return this.entries.size;
   }
 
+  /** What the cache did since it was made (read when the metrics are scraped). */
+  get counts(): Readonly<VerifyCacheCounts> {
+    return this.tally;
+  }
+
   /** Remember that `secret` verified for `subject` while `version` was current, as of now. Stores only a keyed hash of the secret. */
   remember(subject: string, version: unknown, secret: string): void {
     if (this.entriesMax === 0) return;
@@ -71,6 +90,7 @@ export class VerifyCache {
     while (this.entries.size > this.entriesMax) {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);
+      this.tally.evicted++;
     }
   }
 
@@ -83,12 +103,14 @@ export class VerifyCache {
     if (entry === undefined) return false;
     const now = this.now();
     if (entry.version !== version || !this.live(entry, now)) {
+      if (entry.version === version) this.countExpired(entry);
       this.entries.delete(subject); // stale for good: the user changed or the time ran out
       return false;
     }
     // A wrong secret leaves the entry alone (otherwise anyone could evict a user's entry by guessing) and does not keep it alive.
     if (!sameText(this.mac(secret), entry.mac)) return false;
     entry.lastUsedMs = now;
+    this.tally.hits++;
     return true;
   }
 
@@ -102,6 +124,7 @@ export class VerifyCache {
     const now = this.now();
     if (!this.live(entry, now)) return false;
     entry.lastUsedMs = now;
+    this.tally.hits++;
     return true;
   }
 
@@ -126,6 +149,12 @@ export class VerifyCache {
     return now < entry.notAfterMs && now - entry.lastUsedMs < this.idleMs;
   }
 
+  /** Counts an entry that is not live by the bound it ran into first (at once: its TTL). */
+  private countExpired(entry: Entry): void {
+    if (entry.notAfterMs <= entry.lastUsedMs + this.idleMs) this.tally.expiredTtl++;
+    else this.tally.expiredIdle++;
+  }
+
   /**
    * Drops the entries past their ttlMs at the front (the oldest verifications; each is dropped once, so this is
    * O(1) amortised), then looks at up to verifyCacheSweepEntries more where the last sweep stopped and drops the
@@ -135,6 +164,7 @@ export class VerifyCache {
     for (const [subject, entry] of this.entries) {
       if (now < entry.notAfterMs) break;
       this.entries.delete(subject);
+      this.tally.expiredTtl++;
     }
     for (let i = 0; i < verifyCacheSweepEntries; i++) {
       let step = this.sweep.next();
@@ -144,7 +174,10 @@ export class VerifyCache {
         if (step.done === true) return;
       }
       const [subject, entry] = step.value;
-      if (!this.live(entry, now)) this.entries.delete(subject);
+      if (!this.live(entry, now)) {
+        this.countExpired(entry);
+        this.entries.delete(subject);
+      }
     }
   }
 }
