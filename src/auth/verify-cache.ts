@@ -36,7 +36,7 @@ export interface VerifyCacheCounts {
   expiredIdle: number;
   /** Entries found or dropped at ttlMs after their verification. */
   expiredTtl: number;
-  /** Live entries pushed out by entriesMax. */
+  /** Entries pushed out by entriesMax before the sweep found them expired (the oldest verification goes first). */
   evicted: number;
 }
 

@@ -111,8 +111,8 @@ export const eventLoopDelaySampleMs = 10;
 // Verified-credential cache (src/auth/verify-cache.ts)
 /**
  * A remembered verification answers at most this long after the argon2 check it rests on, however often it is
- * used (VERIFY_CACHE_TTL_MS). An hour: a user active all day pays one argon2 an hour, and a password whose check
- * this process holds in memory is checked again at least that often.
+ * used (VERIFY_CACHE_TTL_MS). An hour: a user active all day pays one argon2 an hour, and what the process's memory
+ * holds (HMACs of passwords, see the README's security notes) is only of passwords really checked within the hour.
  */
 export const verifyCacheTtlMsDefault = 3600_000;
 /**
