@@ -173,7 +173,7 @@ async function main(): Promise<void> {
   runtime.start();
   const metrics = new Metrics({
     counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence,
-    runtime, renderCacheBytes: () => renderer.cacheBytes,
+    runtime, renderCacheBytes: () => renderer.cacheBytes, verifyCache: cache,
   });
   const requestLogOn = logger.isLevelEnabled('info');
   let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;

@@ -113,6 +113,21 @@ test('a repeated authentication, recognised without a full check, is counted lik
   assert.equal(delta('authd_caller_authentications_total{result="success"}'), 4);
 });
 
+test('the verify cache: entries held and password checks it answered instead of argon2id', async () => {
+  const app = await createApplication(api);
+  const user = await createUser(api, [app.id]);
+  const before = await scrape();
+  for (let i = 0; i < 3; i++) {
+    // A distinct ip_address each time, so the recognised-body memo cannot answer: the verify cache must.
+    await api.client.authenticate({ type: 'username', application: app.id, credential: { username: user.email, password: defaultUserPassword }, ip_address: `198.51.100.${i + 20}` });
+  }
+  const after = await scrape();
+  assert.ok(get(after, 'authd_verify_cache_entries') >= 1, 'the verification is remembered');
+  assert.ok(get(after, 'authd_verify_cache_hits_total') - get(before, 'authd_verify_cache_hits_total') >= 2, 'the later checks are hits');
+  for (const reason of ['idle', 'ttl']) assert.ok(after.has(`authd_verify_cache_expired_total{reason="${reason}"}`));
+  assert.ok(after.has('authd_verify_cache_evicted_total'));
+});
+
 test('entity counts, hash queue, log and snapshot figures', async () => {
   await baseApplicationId(api);
   await createApplication(api);

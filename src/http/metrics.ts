@@ -4,6 +4,7 @@
 // number increments and a scan of fourteen bucket bounds: no allocation once a route has answered
 // with a given status for the first time. Everything else is read from its owner when scraped.
 
+import type { VerifyCacheCounts } from '../auth/verify-cache.js';
 import { eventLoopDelaySampleMs } from '../config/limits.js';
 import type { PersistenceStats } from '../persist/persistence.js';
 import { Histogram } from './histogram.js';
@@ -31,6 +32,8 @@ export interface MetricsSources {
   readonly runtime?: RuntimeStats;
   /** Bytes held by the kept User renderings (src/http/render.ts). */
   renderCacheBytes?(): number;
+  /** The verify cache (src/auth/verify-cache.ts): its size and what became of its entries. */
+  readonly verifyCache?: { readonly size: number; readonly counts: Readonly<VerifyCacheCounts> };
 }
 
 class RouteStats {
@@ -127,6 +130,15 @@ export class Metrics {
 
     if (this.sources.renderCacheBytes !== undefined) {
       gauge('authd_render_cache_bytes', 'Bytes held by kept User renderings (GET of a User, POST /authenticate), bounded by renderCacheBytesMax.', this.sources.renderCacheBytes());
+    }
+    const verify = this.sources.verifyCache;
+    if (verify !== undefined) {
+      const { hits, expiredIdle, expiredTtl, evicted } = verify.counts;
+      gauge('authd_verify_cache_entries', 'Password verifications remembered (VERIFY_CACHE_IDLE_MS, VERIFY_CACHE_TTL_MS).', verify.size);
+      gauge('authd_verify_cache_hits_total', 'Password checks answered by the verify cache instead of argon2id.', hits, 'counter');
+      family('authd_verify_cache_expired_total', 'counter', 'Remembered verifications ended by the idle time or by the maximum since argon2id.');
+      out.push(`authd_verify_cache_expired_total{reason="idle"} ${expiredIdle}`, `authd_verify_cache_expired_total{reason="ttl"} ${expiredTtl}`);
+      gauge('authd_verify_cache_evicted_total', 'Remembered verifications pushed out by the entry limit.', evicted, 'counter');
     }
 
     family('authd_entities', 'gauge', 'Entities held, by kind.');
