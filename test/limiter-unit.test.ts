@@ -264,11 +264,52 @@ test('standing: a pair that succeeded may pass again without a decision only whi
   for (let i = 0; i < 30; i++) fail(limiter, 'u:sprayed@example.com', `198.51.100.${i}`);
   assert.equal(limiter.standing(sprayed.ticket), false);
 
-  // Its counters pushed out of a full table: a new counter for the same key could be locked unseen.
-  const evicted = succeed('u:quiet@example.com', '192.0.2.3');
-  c.advance(12 * 3600_000);
-  for (let i = 0; i < 40_000; i++) succeed(`u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
-  assert.equal(limiter.standing(evicted.ticket), false);
+  // A counter made since for a key the ticket found none for: it could be locked unseen.
+  const clean = succeed('u:clean@example.com', '192.0.2.4');
+  assert.equal(limiter.standing(clean.ticket), true);
+  fail(limiter, 'u:clean@example.com', '198.51.100.77');
+  assert.equal(limiter.standing(clean.ticket), false);
+
+  // Its counters pushed out of a full table by failures elsewhere (successes make none): a new counter for the same key could be locked unseen.
+  fail(limiter, 'u:quiet@example.com', '192.0.2.3');
+  c.advance(1000);
+  const quiet = succeed('u:quiet@example.com', '192.0.2.3');
+  assert.equal(limiter.standing(quiet.ticket), true);
+  for (let i = 0; i < 40_000; i++) fail(limiter, `u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  assert.equal(limiter.standing(quiet.ticket), false);
+});
+
+// Issue 24: every attempt made three counters, success or not, so distinct traffic filled the table and paid an eviction per request.
+test('a success with no failure on record makes, writes and drops no counter; an attempt still being evaluated is counted in flight', () => {
+  const limiter = new BruteForceLimiter(keycloakLike, clock().now);
+  for (let i = 0; i < 1000; i++) {
+    const a = limiter.admit(`k:key${i % 50}`, `10.0.${i >> 8}.${i & 255}`);
+    assert.ok(a.admitted);
+    limiter.succeeded(a.ticket);
+  }
+  assert.equal(limiter.size, 0);
+  // Admitted and not settled in the same turn (a hash to wait for): counted as soon as anything else is asked.
+  const first = limiter.admit('u:slow@example.com', '192.0.2.50');
+  assert.equal(limiter.size, 0, 'not yet: it may be settled before anyone asks');
+  const second = limiter.admit('u:other@example.com', '192.0.2.51');
+  assert.ok(first.admitted && second.admitted);
+  assert.equal(limiter.size, 3, "the first attempt's counters, in flight");
+  limiter.succeeded(first.ticket);
+  limiter.succeeded(second.ticket);
+  assert.equal(limiter.size, 0, 'blank once settled: dropped');
+  // A failure is recorded on all three.
+  fail(limiter, 'u:slow@example.com', '192.0.2.50');
+  assert.equal(limiter.size, 3);
+});
+
+test('a table full of counters in use still takes new ones, and stays within its bound plus the counters in use', () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  // 40 attempts held in flight, their counters the oldest in the table.
+  const held = Array.from({ length: 40 }, (_, i) => limiter.admit(`u:held${i}@example.com`, `192.0.2.${i}`));
+  for (let i = 0; i < 60_000; i++) fail(limiter, `u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  assert.ok(limiter.size <= bruteForceCountersMax + 3 * held.length, `${limiter.size} counters`);
+  for (const a of held) if (a.admitted) limiter.failed(a.ticket);
+  assert.equal(limiter.admit('u:held0@example.com', '192.0.2.0').admitted, true);
 });
 
 // Issue 23, part 3: a counter pushed out of the full table came back blank, so the account's next lockout was the first step again.

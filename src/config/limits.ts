@@ -85,6 +85,8 @@ export const bruteForceKeyCharsMax = 256;
 export const bruteForceAddressBacklogMs = 30_000;
 /** Counters pushed out of a full table that had reached a lockout or slowing step, kept aside so a flood cannot reset them. */
 export const bruteForceEscalationsMax = 50_000;
+/** A counter added to a full table pushes out the oldest idle one, passing over at most this many in use (moved newest). */
+export const bruteForceEvictionTriesMax = 8;
 /** One client address may hold at most this share of the hash queue with attempts of pairs not known to be good. */
 export const hashQueueAddressShareMax = 0.25;
 /** A TrustedPairsFile saves the trusted pairs this often (and when closed at a graceful shutdown). */
