@@ -123,6 +123,12 @@ export const knownCallersMax = 10_000;
 export const knownAttemptsMax = 50_000;
 /** A body longer than this is never remembered (an authentication's body is a few hundred bytes). */
 export const knownRequestBytesMax = 4 * 1024;
+/**
+ * Bodies seen once are marked in a bit table of this many bits, by their keyed hash; one is remembered only when
+ * it comes again. The table is wiped once it holds knownSightingsMax marks, which keeps false repeats near 1 in 8.
+ */
+export const knownSightingBits = 1 << 20;
+export const knownSightingsMax = knownSightingBits / 8;
 
 // Write-ahead log and snapshots
 /** A group commit larger than this is split into several writes (still one fdatasync). */
