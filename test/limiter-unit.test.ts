@@ -1,6 +1,7 @@
 // The brute-force limiter on a fake clock: reservations before evaluation, Keycloak-like lockout steps, per-address lockouts, the tarpit, the owner's exemption from a spray, expiry and bounds.
 
 import assert from 'node:assert/strict';
+import { isIPv6 } from 'node:net';
 import { test } from 'node:test';
 import { addressKey, BruteForceLimiter, type Admission, type LimiterSettings } from '../src/auth/limiter.js';
 import { bruteForceAddressBacklogMs, bruteForceCountersMax } from '../src/config/limits.js';
@@ -362,4 +363,49 @@ test('trusted: a pair is known good after a success until it fails; the trusted 
   assert.equal(turn(restarted, 'u:owner@example.com', '198.51.100.200'), 'refused', 'the account is locked');
   assert.equal(turn(restarted, 'u:owner@example.com', '203.0.113.10'), 0, 'but not for the pair trusted before the restart');
   assert.equal(restarted.exportTrusted(digest).length, 1);
+});
+
+/** The address key as it was computed before the plain-form reader: node's isIPv6, then split and join (the model for the test below). */
+function addressKeyModel(raw: string): string {
+  const text = raw.trim().toLowerCase().slice(0, 256);
+  if (!text.includes(':')) return text;
+  const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+  if (!isIPv6(unbracketed)) return text;
+  const parse = (part: string): number[] => (part === '' ? [] : part.split(':').flatMap((piece) => {
+    if (!piece.includes('.')) return [parseInt(piece, 16)];
+    const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
+    return [(a << 8) | b, (c << 8) | d];
+  }));
+  const gap = unbracketed.indexOf('::');
+  const groups = gap === -1 ? parse(unbracketed) : (() => {
+    const left = parse(unbracketed.slice(0, gap));
+    const right = parse(unbracketed.slice(gap + 2));
+    return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+  })();
+  let zerosFirst = 0;
+  while (zerosFirst < 8 && groups[zerosFirst] === 0) zerosFirst++;
+  if (zerosFirst === 5 && groups[5] === 0xffff) return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
+  if (zerosFirst === 7 && groups[7] === 1) return '::1';
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+// Issue 24: every IPv6 address was read with node's regular expression and split into arrays, per attempt.
+test('address keys of IPv6 text, valid or not, are those of node\'s isIPv6 and a full parse (seeded random texts)', () => {
+  let seed = 2424;
+  const random = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const pick = (alphabet: string): string => alphabet[random(alphabet.length)]!;
+  const group = (): string => Array.from({ length: 1 + random(5) }, () => pick('0123456789abcdefABCDEF')).join('');
+  const texts: string[] = ['::', '::1', '1::', '::ffff:102:304', '::ffff:1.2.3.4', '[2001:db8::1]', 'fe80::1%eth0', '1:2:3:4:5:6:7::', '::2:3:4:5:6:7:8', '1:2:3:4:5:6:7:8::'];
+  for (let i = 0; i < 20_000; i++) {
+    if (random(3) === 0) {
+      texts.push(Array.from({ length: random(40) }, () => pick('0123456789abcdefABCDEF:::::.%[] ')).join(''));
+      continue;
+    }
+    const groups = Array.from({ length: 1 + random(9) }, group);
+    if (random(2) === 0) groups.splice(random(groups.length + 1), 0, '');
+    if (random(8) === 0) groups[groups.length - 1] = '192.0.2.1';
+    texts.push(groups.join(':').replace(/^:(?!:)/, '::').replace(/(?<!:):$/, '::'));
+  }
+  for (const text of texts) assert.equal(addressKey(text), addressKeyModel(text), `seed 2424: ${JSON.stringify(text)}`);
+  assert.ok(texts.filter((t) => addressKey(t).endsWith('::/64')).length > 2000, 'many valid ones among them');
 });

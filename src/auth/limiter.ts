@@ -98,13 +98,66 @@ export function addressKey(raw: string): string {
   const text = raw.trim().toLowerCase().slice(0, bruteForceKeyCharsMax);
   if (!text.includes(':')) return text; // IPv4, or not an IP address at all: the common case, without the IPv6 parser
   const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
-  if (!isIPv6(unbracketed)) return text;
-  const groups = ipv6Groups(unbracketed);
+  // The plain form (hex groups, at most one '::') as front ends write a peer, read without arrays or a regular
+  // expression; a dotted tail, a zone or anything odd goes to node's own check.
+  let groups: ArrayLike<number> = scratchGroups;
+  if (!plainIpv6Groups(unbracketed, scratchGroups)) {
+    if (!isIPv6(unbracketed)) return text;
+    groups = ipv6Groups(unbracketed);
+  }
   let zerosFirst = 0;
   while (zerosFirst < 8 && groups[zerosFirst] === 0) zerosFirst++;
   if (zerosFirst === 5 && groups[5] === 0xffff) return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
   if (zerosFirst === 7 && groups[7] === 1) return '::1';
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return `${groups[0]!.toString(16)}:${groups[1]!.toString(16)}:${groups[2]!.toString(16)}:${groups[3]!.toString(16)}::/64`;
+}
+
+const scratchGroups = new Uint16Array(8);
+
+/** The value of a hex digit's char code, else -1. */
+function hexDigit(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 0x20;
+  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
+}
+
+/**
+ * Reads an IPv6 address of hex groups only (1 to 4 digits each, eight of them or fewer around one '::') into
+ * groups, '::' expanded; false for anything else, valid or not (a dotted IPv4 tail, a zone, garbage).
+ */
+function plainIpv6Groups(text: string, groups: Uint16Array): boolean {
+  const length = text.length;
+  let count = 0;
+  let gapAt = -1;
+  let i = 0;
+  if (text.charCodeAt(0) === 58) {
+    if (text.charCodeAt(1) !== 58) return false;
+    gapAt = 0;
+    i = 2;
+  }
+  while (i < length) {
+    let value = 0;
+    const start = i;
+    for (let digit = hexDigit(text.charCodeAt(i)); digit !== -1 && i - start < 5; digit = hexDigit(text.charCodeAt(++i))) value = value * 16 + digit;
+    if (i === start || i - start > 4 || count === 8) return false;
+    groups[count++] = value;
+    if (i === length) break;
+    if (text.charCodeAt(i) !== 58) return false;
+    i++;
+    if (text.charCodeAt(i) === 58) {
+      if (gapAt !== -1) return false;
+      gapAt = count;
+      i++;
+    } else if (i === length) {
+      return false;
+    }
+  }
+  if (gapAt === -1) return count === 8;
+  if (count > 7) return false;
+  const tail = count - gapAt;
+  for (let k = tail - 1; k >= 0; k--) groups[8 - tail + k] = groups[gapAt + k]!;
+  groups.fill(0, gapAt, 8 - tail);
+  return true;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (isIPv6), `::` expanded and a dotted IPv4 tail read as two groups. */
