@@ -193,7 +193,7 @@ export class BruteForceLimiter {
   /** Trusted pairs read back from a file, by keyed hash (importTrusted): each moves to trustedPairs when its pair next needs it. */
   private restoredPairs = new Map<string, number>();
   private digestOfPair: ((pairKey: string) => string) | undefined;
-  /** Counters pushed out of the table at a lockout or slowing step, by key (see counter()); oldest first out. */
+  /** Counters pushed out of the table at a lockout or slowing step, by key (see insert()); oldest first out. */
   private readonly escalations = new RecencyMap<Counter>();
 
   constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now) {
