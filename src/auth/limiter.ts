@@ -358,10 +358,17 @@ export class BruteForceLimiter {
     const now = this.now();
     if (ticket.pair !== undefined) ticket.pair.failures = 0;
     this.dropBlanks(ticket, now);
-    const until = this.trustedPairs.get(ticket.pairKey);
-    // Like counter(): a busy pair's exemption is renewed (and moved last in the Map) at most once per bruteForceCounterTouchMs.
-    if (until !== undefined && until - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
-    this.trust(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
+    const trusted = this.trustedPairs.entry(ticket.pairKey);
+    const until = now + bruteForceTrustedPairTtlMs;
+    if (trusted === undefined) {
+      this.trustedPairs.add(ticket.pairKey, until);
+      if (this.trustedPairs.size > bruteForceTrustedPairsMax) this.trustedPairs.delete(this.trustedPairs.oldest()!.key);
+      return;
+    }
+    // Like counter(): a busy pair's exemption is renewed (and moved newest) at most once per bruteForceCounterTouchMs.
+    if (trusted.value - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
+    trusted.value = until;
+    this.trustedPairs.touch(trusted);
   }
 
   /** The credential was wrong: one more failure for the account, the address (which slows, never locks) and the pair. */

@@ -43,6 +43,11 @@ export class RecencyMap<V> {
       this.touch(held);
       return;
     }
+    this.add(key, value);
+  }
+
+  /** Adds a key not in the map (entry() found none), newest: set() without its lookup. */
+  add(key: string, value: V): void {
     const entry: RecencyEntry<V> = { key, value, older: this.#newest, newer: undefined };
     if (this.#newest === undefined) this.#oldest = entry;
     else this.#newest.newer = entry;
