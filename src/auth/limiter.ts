@@ -514,6 +514,8 @@ export class BruteForceLimiter {
    * full (insert()).
    */
   private live(key: string, now: number): Counter | undefined {
+    // Failures are rare, so the table is often empty: then the key is not even hashed.
+    if (this.counters.size === 0 && this.escalations.size === 0) return undefined;
     const counter = this.counters.get(key) ?? (this.escalations.size === 0 ? undefined : this.revive(key, now));
     if (counter !== undefined && this.expired(counter, now)) {
       counter.failures = 0;
