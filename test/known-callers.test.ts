@@ -195,20 +195,24 @@ test('an authentication that passed is recognised by its exact body from the sam
       assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.1'), undefined, 'not before a check has passed');
       const first = await authenticateRaw(app, raw, '10.0.0.1');
       assert.equal(first.authenticated, true);
+      // Issue 24: most bodies never repeat (each end user from its own address); remembering each cost an entry and an eviction.
+      assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.1'), undefined, 'seen once: not remembered');
+      assert.equal((await authenticateRaw(app, raw, '10.0.0.1')).authenticated, true);
       assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.2'), undefined, 'another peer takes the full check');
       assert.equal(app.authenticator.recognised(raw, basic(appAdminEmail, 'not-the-admin-password'), '10.0.0.1'), undefined, 'another caller header too');
       assert.equal(app.authenticator.recognised(body(kind, '203.0.113.8'), admin, '10.0.0.1'), undefined, 'another body too');
       const second = await authenticateRaw(app, raw, '10.0.0.1');
       assert.equal(second.text, first.text);
+      entries.splice(1, 1);
       const targets = kind === 'apikey' ? { application: appId, user: userId, apikey: keyId } : { application: appId, user: userId };
       const caller = app.state.userByEmail('admin@example.com')?.id;
       assert.deepEqual(entries.map((e) => [e.caller, e.targets, e.outcome, e.address, e.peer]), [
         [caller, targets, 'success', '203.0.113.7', '10.0.0.1'],
         [caller, targets, 'success', '203.0.113.7', '10.0.0.1'],
       ]);
-      assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.1')?.user.id, userId, 'the second answer came from the remembered one');
+      assert.equal(app.authenticator.recognised(raw, admin, '10.0.0.1')?.user.id, userId, 'the third answer came from the remembered one, seen twice before');
       const metrics = (await app.get('/metrics')).body;
-      assert.match(metrics, new RegExp(`authd_authentications_total\\{type="${kind}",result="success"\\} 2\\n`), 'both answers counted, the recognised one too');
+      assert.match(metrics, new RegExp(`authd_authentications_total\\{type="${kind}",result="success"\\} 3\\n`), 'all three answers counted, the recognised one too');
     }
     // A body that is not JSON by its Content-Type is refused as before, however it was answered last time.
     assert.equal((await authenticateRaw(app, body('apikey'), '10.0.0.1', 'text/plain')).status, 415);
@@ -226,6 +230,8 @@ test('a failed authentication is never remembered; a recognised one is refused a
     assert.equal(app.authenticator.recognised(wrong, admin, '10.0.0.1'), undefined);
 
     const passes = async (raw: Uint8Array, peer: string): Promise<void> => {
+      // Twice: a body is remembered once it has been seen before.
+      assert.equal((await authenticateRaw(app, raw, peer)).authenticated, true);
       assert.equal((await authenticateRaw(app, raw, peer)).authenticated, true);
       assert.ok(app.authenticator.recognised(raw, admin, peer) !== undefined);
     };
@@ -267,6 +273,7 @@ test('a failed authentication is never remembered; a recognised one is refused a
     const ops = basic('ops@example.com', 'ops-password-1');
     const raw = body('apikey', '198.51.100.6');
     assert.equal((await authenticateRaw(app, raw, '10.0.0.1', 'application/json', ops)).authenticated, true);
+    assert.equal((await authenticateRaw(app, raw, '10.0.0.1', 'application/json', ops)).authenticated, true);
     assert.ok(app.authenticator.recognised(raw, ops, '10.0.0.1') !== undefined);
     await ok(app.put(`/users/user/${opsId}`, { status: 'DISABLED' }));
     assert.equal(app.authenticator.recognised(raw, ops, '10.0.0.1'), undefined);
@@ -274,4 +281,18 @@ test('a failed authentication is never remembered; a recognised one is refused a
   } finally {
     await app.close();
   }
+});
+
+test('repeated: a key seen once is not, seen again it is; the marks are wiped when the table is full, so few keys look repeated', async () => {
+  const { knownSightingsMax } = await import('../src/config/limits.js');
+  const known = new KnownCallers({ ttlMs: 1000, entriesMax: 10 });
+  const key = known.key('Basic abc', '192.0.2.1')!;
+  assert.equal(known.repeated(key), false);
+  assert.equal(known.repeated(key), true);
+  assert.equal(known.repeated(known.key('Basic abc', '192.0.2.2')!), false, 'another peer is another key');
+  // Never wiped, the table would fill: over four tables' worth of keys about one in five would look repeated.
+  let falseRepeats = 0;
+  const keys = 4 * knownSightingsMax;
+  for (let i = 0; i < keys; i++) if (known.repeated(known.key(`Basic ${i}`, '198.51.100.1')!)) falseRepeats++;
+  assert.ok(falseRepeats < keys / 10, `${falseRepeats} false repeats in ${keys}`);
 });

@@ -1,6 +1,7 @@
 // The brute-force limiter on a fake clock: reservations before evaluation, Keycloak-like lockout steps, per-address lockouts, the tarpit, the owner's exemption from a spray, expiry and bounds.
 
 import assert from 'node:assert/strict';
+import { isIPv6 } from 'node:net';
 import { test } from 'node:test';
 import { addressKey, BruteForceLimiter, type Admission, type LimiterSettings } from '../src/auth/limiter.js';
 import { bruteForceAddressBacklogMs, bruteForceCountersMax } from '../src/config/limits.js';
@@ -264,11 +265,52 @@ test('standing: a pair that succeeded may pass again without a decision only whi
   for (let i = 0; i < 30; i++) fail(limiter, 'u:sprayed@example.com', `198.51.100.${i}`);
   assert.equal(limiter.standing(sprayed.ticket), false);
 
-  // Its counters pushed out of a full table: a new counter for the same key could be locked unseen.
-  const evicted = succeed('u:quiet@example.com', '192.0.2.3');
-  c.advance(12 * 3600_000);
-  for (let i = 0; i < 40_000; i++) succeed(`u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
-  assert.equal(limiter.standing(evicted.ticket), false);
+  // A counter made since for a key the ticket found none for: it could be locked unseen.
+  const clean = succeed('u:clean@example.com', '192.0.2.4');
+  assert.equal(limiter.standing(clean.ticket), true);
+  fail(limiter, 'u:clean@example.com', '198.51.100.77');
+  assert.equal(limiter.standing(clean.ticket), false);
+
+  // Its counters pushed out of a full table by failures elsewhere (successes make none): a new counter for the same key could be locked unseen.
+  fail(limiter, 'u:quiet@example.com', '192.0.2.3');
+  c.advance(1000);
+  const quiet = succeed('u:quiet@example.com', '192.0.2.3');
+  assert.equal(limiter.standing(quiet.ticket), true);
+  for (let i = 0; i < 40_000; i++) fail(limiter, `u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  assert.equal(limiter.standing(quiet.ticket), false);
+});
+
+// Issue 24: every attempt made three counters, success or not, so distinct traffic filled the table and paid an eviction per request.
+test('a success with no failure on record makes, writes and drops no counter; an attempt still being evaluated is counted in flight', () => {
+  const limiter = new BruteForceLimiter(keycloakLike, clock().now);
+  for (let i = 0; i < 1000; i++) {
+    const a = limiter.admit(`k:key${i % 50}`, `10.0.${i >> 8}.${i & 255}`);
+    assert.ok(a.admitted);
+    limiter.succeeded(a.ticket);
+  }
+  assert.equal(limiter.size, 0);
+  // Admitted and not settled in the same turn (a hash to wait for): counted as soon as anything else is asked.
+  const first = limiter.admit('u:slow@example.com', '192.0.2.50');
+  assert.equal(limiter.size, 0, 'not yet: it may be settled before anyone asks');
+  const second = limiter.admit('u:other@example.com', '192.0.2.51');
+  assert.ok(first.admitted && second.admitted);
+  assert.equal(limiter.size, 3, "the first attempt's counters, in flight");
+  limiter.succeeded(first.ticket);
+  limiter.succeeded(second.ticket);
+  assert.equal(limiter.size, 0, 'blank once settled: dropped');
+  // A failure is recorded on all three.
+  fail(limiter, 'u:slow@example.com', '192.0.2.50');
+  assert.equal(limiter.size, 3);
+});
+
+test('a table full of counters in use still takes new ones, and stays within its bound plus the counters in use', () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  // 40 attempts held in flight, their counters the oldest in the table.
+  const held = Array.from({ length: 40 }, (_, i) => limiter.admit(`u:held${i}@example.com`, `192.0.2.${i}`));
+  for (let i = 0; i < 60_000; i++) fail(limiter, `u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  assert.ok(limiter.size <= bruteForceCountersMax + 3 * held.length, `${limiter.size} counters`);
+  for (const a of held) if (a.admitted) limiter.failed(a.ticket);
+  assert.equal(limiter.admit('u:held0@example.com', '192.0.2.0').admitted, true);
 });
 
 // Issue 23, part 3: a counter pushed out of the full table came back blank, so the account's next lockout was the first step again.
@@ -321,4 +363,49 @@ test('trusted: a pair is known good after a success until it fails; the trusted 
   assert.equal(turn(restarted, 'u:owner@example.com', '198.51.100.200'), 'refused', 'the account is locked');
   assert.equal(turn(restarted, 'u:owner@example.com', '203.0.113.10'), 0, 'but not for the pair trusted before the restart');
   assert.equal(restarted.exportTrusted(digest).length, 1);
+});
+
+/** The address key as it was computed before the plain-form reader: node's isIPv6, then split and join (the model for the test below). */
+function addressKeyModel(raw: string): string {
+  const text = raw.trim().toLowerCase().slice(0, 256);
+  if (!text.includes(':')) return text;
+  const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+  if (!isIPv6(unbracketed)) return text;
+  const parse = (part: string): number[] => (part === '' ? [] : part.split(':').flatMap((piece) => {
+    if (!piece.includes('.')) return [parseInt(piece, 16)];
+    const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
+    return [(a << 8) | b, (c << 8) | d];
+  }));
+  const gap = unbracketed.indexOf('::');
+  const groups = gap === -1 ? parse(unbracketed) : (() => {
+    const left = parse(unbracketed.slice(0, gap));
+    const right = parse(unbracketed.slice(gap + 2));
+    return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+  })();
+  let zerosFirst = 0;
+  while (zerosFirst < 8 && groups[zerosFirst] === 0) zerosFirst++;
+  if (zerosFirst === 5 && groups[5] === 0xffff) return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
+  if (zerosFirst === 7 && groups[7] === 1) return '::1';
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+// Issue 24: every IPv6 address was read with node's regular expression and split into arrays, per attempt.
+test('address keys of IPv6 text, valid or not, are those of node\'s isIPv6 and a full parse (seeded random texts)', () => {
+  let seed = 2424;
+  const random = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const pick = (alphabet: string): string => alphabet[random(alphabet.length)]!;
+  const group = (): string => Array.from({ length: 1 + random(5) }, () => pick('0123456789abcdefABCDEF')).join('');
+  const texts: string[] = ['::', '::1', '1::', '::ffff:102:304', '::ffff:1.2.3.4', '[2001:db8::1]', 'fe80::1%eth0', '1:2:3:4:5:6:7::', '::2:3:4:5:6:7:8', '1:2:3:4:5:6:7:8::'];
+  for (let i = 0; i < 20_000; i++) {
+    if (random(3) === 0) {
+      texts.push(Array.from({ length: random(40) }, () => pick('0123456789abcdefABCDEF:::::.%[] ')).join(''));
+      continue;
+    }
+    const groups = Array.from({ length: 1 + random(9) }, group);
+    if (random(2) === 0) groups.splice(random(groups.length + 1), 0, '');
+    if (random(8) === 0) groups[groups.length - 1] = '192.0.2.1';
+    texts.push(groups.join(':').replace(/^:(?!:)/, '::').replace(/(?<!:):$/, '::'));
+  }
+  for (const text of texts) assert.equal(addressKey(text), addressKeyModel(text), `seed 2424: ${JSON.stringify(text)}`);
+  assert.ok(texts.filter((t) => addressKey(t).endsWith('::/64')).length > 2000, 'many valid ones among them');
 });

@@ -16,12 +16,15 @@
 // POST /authenticate is remembered the same way by its exact body (credential, Application, ip_address),
 // the caller's Authorization header and the peer, with the Application it passed against and the caller's
 // own entry (keyOfRequest; see Authenticator.recognised): one keyed hash recognises both credentials.
-// Such an entry never outlives its caller's (remember's notAfterMs).
+// Such an entry never outlives its caller's (remember's notAfterMs). Production bodies mostly never repeat
+// (each end user from its own address): a body is remembered only once it has been seen before (repeated(),
+// a bit per keyed hash), so distinct traffic pays a bit test, not an entry and an eviction, per success.
 
-import { authorizationHeaderBytesMax, knownRequestBytesMax } from '../config/limits.js';
+import { authorizationHeaderBytesMax, knownRequestBytesMax, knownSightingBits, knownSightingsMax } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { KeyedHash } from './keyed-hash.js';
 import type { Ticket } from './limiter.js';
+import { RecencyMap } from './recency-map.js';
 
 /** What a full check that passed leaves behind, for a repeat to be judged against. */
 export interface KnownCaller {
@@ -36,8 +39,18 @@ export interface KnownCaller {
 export class KnownCallers<E extends KnownCaller = KnownCaller> {
   /** The key is held only inside the KeyedHash: util.inspect and JSON never show its bytes. */
   readonly #keyed = KeyedHash.withRandomKey();
-  /** By keyed hash of (peer, header or body); insertion order is age order, so the first key is the oldest. */
-  readonly #entries = new Map<string, { readonly entry: E; readonly expiresAtMs: number }>();
+  /** By keyed hash of (peer, header or body), oldest remembered first. */
+  readonly #entries = new RecencyMap<{ readonly entry: E; readonly expiresAtMs: number }>();
+  /** One bit per keyed hash seen once (repeated()), and how many are set. */
+  readonly #sightings = new Uint8Array(knownSightingBits / 8);
+  #sightingsMarked = 0;
+  /**
+   * The last keys made, with what they were made of: a request's key is asked for again when its success is
+   * remembered, and a caller's header by every request it sends. Bodies are never written after they arrive,
+   * so the same body object holds the same bytes.
+   */
+  readonly #lastHeader: { authorization: string; peer: string; key: string | undefined } = { authorization: '', peer: '', key: undefined };
+  readonly #lastRequest: { body: Uint8Array | undefined; authorization: string; peer: string; key: string | undefined } = { body: undefined, authorization: '', peer: '', key: undefined };
   readonly #ttlMs: number;
   readonly #entriesMax: number;
   readonly #now: () => number;
@@ -58,8 +71,14 @@ export class KnownCallers<E extends KnownCaller = KnownCaller> {
    */
   key(authorization: string, peer: string): string | undefined {
     if (authorization === '' || authorization.length > authorizationHeaderBytesMax) return undefined;
+    const last = this.#lastHeader;
+    if (last.authorization === authorization && last.peer === peer) return last.key;
     // A peer address never holds a NUL, so the pair is encoded unambiguously.
-    return this.#keyed.digest(`${peer}\u0000${authorization}`);
+    const key = this.#keyed.digest(`${peer}\u0000${authorization}`);
+    last.authorization = authorization;
+    last.peer = peer;
+    last.key = key;
+    return key;
   }
 
   /**
@@ -71,7 +90,33 @@ export class KnownCallers<E extends KnownCaller = KnownCaller> {
   keyOfRequest(body: Uint8Array, authorization: string, peer: string): string | undefined {
     if (body.length === 0 || body.length > knownRequestBytesMax) return undefined;
     if (authorization === '' || authorization.length > authorizationHeaderBytesMax) return undefined;
-    return this.#keyed.digest(`${peer}\u0000${authorization.length}\u0000${authorization}`, body);
+    const last = this.#lastRequest;
+    if (last.body === body && last.authorization === authorization && last.peer === peer) return last.key;
+    const key = this.#keyed.digest(`${peer}\u0000${authorization.length}\u0000${authorization}`, body);
+    last.body = body;
+    last.authorization = authorization;
+    last.peer = peer;
+    last.key = key;
+    return key;
+  }
+
+  /**
+   * Whether key was seen before (by an earlier call), marking it seen: a success is worth remembering only
+   * for a key that repeats. A false yes (another key's bit) only remembers one that may not repeat.
+   */
+  repeated(key: string): boolean {
+    // The key is a keyed hash as latin1 text: any three of its bytes are uniformly spread.
+    const bit = (key.charCodeAt(0) | (key.charCodeAt(1) << 8) | (key.charCodeAt(2) << 16)) & (knownSightingBits - 1);
+    const mask = 1 << (bit & 7);
+    const byte = this.#sightings[bit >> 3]!;
+    if ((byte & mask) !== 0) return true;
+    if (this.#sightingsMarked >= knownSightingsMax) {
+      this.#sightings.fill(0);
+      this.#sightingsMarked = 0;
+    }
+    this.#sightings[bit >> 3]! |= mask;
+    this.#sightingsMarked++;
+    return false;
   }
 
   /** The unexpired entry under key; an expired one is dropped. */
@@ -93,9 +138,8 @@ export class KnownCallers<E extends KnownCaller = KnownCaller> {
   /** Kept for the TTL, or until notAfterMs if that comes first (an entry that rests on another one). */
   remember(key: string, entry: E, notAfterMs = Infinity): void {
     if (this.#entriesMax === 0 || this.#ttlMs === 0) return;
-    this.#entries.delete(key);
     this.#entries.set(key, { entry, expiresAtMs: Math.min(this.#now() + this.#ttlMs, notAfterMs) });
-    if (this.#entries.size > this.#entriesMax) this.#entries.delete(this.#entries.keys().next().value!);
+    if (this.#entries.size > this.#entriesMax) this.#entries.delete(this.#entries.oldest()!.key);
   }
 
   forget(key: string): void {

@@ -29,15 +29,23 @@
 // its verifications go before everyone else's. The trusted pairs can outlive a restart as a file of
 // keyed hashes (exportTrusted, importTrusted; src/auth/trusted-pairs-file.ts).
 //
-// Everything is bounded: at most bruteForceCountersMax counters and bruteForceTrustedPairsMax pairs,
-// oldest idle first out. A counter pushed out that had reached a lockout or slowing step is kept aside
+// A counter exists only where a failure happened, or while an attempt on its key is being evaluated
+// asynchronously (a hash to wait for, a tarpit): an attempt answered in the same turn it was admitted
+// (an API Key, a password the verify cache knows) cannot be seen in flight by any other, so a success with
+// no failure on record creates, writes and drops nothing. The one attempt admitted last and not yet
+// settled is counted in flight, counters made for it, as soon as the limiter is asked anything else.
+//
+// Everything is bounded: at most bruteForceCountersMax counters (and those of attempts in flight) and
+// bruteForceTrustedPairsMax pairs, oldest idle first out, each in O(1) (RecencyMap). A counter pushed out that had reached a lockout or slowing step is kept aside
 // (at most bruteForceEscalationsMax of them, each costing an attacker a factor's worth of failures) and
 // comes back with its key, so a flood of fresh counters cannot hand an attacker a fresh start.
 
 import { isIPv6 } from 'node:net';
+import { RecencyMap } from './recency-map.js';
 import type { Config } from '../config/config.js';
 import {
-  bruteForceAddressBacklogMs, bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceEscalationsMax, bruteForceKeyCharsMax,
+  bruteForceAddressBacklogMs, bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceEscalationsMax, bruteForceEvictionTriesMax,
+  bruteForceKeyCharsMax,
   bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax, bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
 } from '../config/limits.js';
 
@@ -53,21 +61,26 @@ interface Counter {
   touchedMs: number;
   /** An address's: when a slowed address (see the top of this file) lets its next attempt through. */
   nextTurnMs: number;
-  /** Gone from the table (evicted, or blank): whoever holds it on (standing()) is looking at a stale counter. */
-  dropped: boolean;
   /** Attempts waiting for a slot (acquire), oldest first. */
   waiters?: Array<{ readonly accountName: string; readonly rawAddress: string; readonly resolve: (admission: Admission) => void }>;
 }
 
-/** An admitted attempt: hand it back to succeeded(), failed() or released() exactly once. */
+/**
+ * An admitted attempt: hand it back to succeeded(), failed() or released() exactly once. Its counters are
+ * those found at admission (undefined: none, no failure on record), or made when it was counted in flight.
+ */
 export interface Ticket {
-  readonly account: Counter;
-  readonly address: Counter;
-  readonly pair: Counter;
+  account: Counter | undefined;
+  address: Counter | undefined;
+  pair: Counter | undefined;
   readonly accountKey: string;
   readonly addressKey: string;
   readonly pairKey: string;
+  /** Counted in flight on its counters (see the top of this file). */
+  counted: boolean;
   settled: boolean;
+  /** The table's generation when standing() last found the ticket's counters still the table's. */
+  generation: number;
 }
 
 export type Admission =
@@ -85,13 +98,66 @@ export function addressKey(raw: string): string {
   const text = raw.trim().toLowerCase().slice(0, bruteForceKeyCharsMax);
   if (!text.includes(':')) return text; // IPv4, or not an IP address at all: the common case, without the IPv6 parser
   const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
-  if (!isIPv6(unbracketed)) return text;
-  const groups = ipv6Groups(unbracketed);
+  // The plain form (hex groups, at most one '::') as front ends write a peer, read without arrays or a regular
+  // expression; a dotted tail, a zone or anything odd goes to node's own check.
+  let groups: ArrayLike<number> = scratchGroups;
+  if (!plainIpv6Groups(unbracketed, scratchGroups)) {
+    if (!isIPv6(unbracketed)) return text;
+    groups = ipv6Groups(unbracketed);
+  }
   let zerosFirst = 0;
   while (zerosFirst < 8 && groups[zerosFirst] === 0) zerosFirst++;
   if (zerosFirst === 5 && groups[5] === 0xffff) return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
   if (zerosFirst === 7 && groups[7] === 1) return '::1';
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return `${groups[0]!.toString(16)}:${groups[1]!.toString(16)}:${groups[2]!.toString(16)}:${groups[3]!.toString(16)}::/64`;
+}
+
+const scratchGroups = new Uint16Array(8);
+
+/** The value of a hex digit's char code, else -1. */
+function hexDigit(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 0x20;
+  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
+}
+
+/**
+ * Reads an IPv6 address of hex groups only (1 to 4 digits each, eight of them or fewer around one '::') into
+ * groups, '::' expanded; false for anything else, valid or not (a dotted IPv4 tail, a zone, garbage).
+ */
+function plainIpv6Groups(text: string, groups: Uint16Array): boolean {
+  const length = text.length;
+  let count = 0;
+  let gapAt = -1;
+  let i = 0;
+  if (text.charCodeAt(0) === 58) {
+    if (text.charCodeAt(1) !== 58) return false;
+    gapAt = 0;
+    i = 2;
+  }
+  while (i < length) {
+    let value = 0;
+    const start = i;
+    for (let digit = hexDigit(text.charCodeAt(i)); digit !== -1 && i - start < 5; digit = hexDigit(text.charCodeAt(++i))) value = value * 16 + digit;
+    if (i === start || i - start > 4 || count === 8) return false;
+    groups[count++] = value;
+    if (i === length) break;
+    if (text.charCodeAt(i) !== 58) return false;
+    i++;
+    if (text.charCodeAt(i) === 58) {
+      if (gapAt !== -1) return false;
+      gapAt = count;
+      i++;
+    } else if (i === length) {
+      return false;
+    }
+  }
+  if (gapAt === -1) return count === 8;
+  if (count > 7) return false;
+  const tail = count - gapAt;
+  for (let k = tail - 1; k >= 0; k--) groups[8 - tail + k] = groups[gapAt + k]!;
+  groups.fill(0, gapAt, 8 - tail);
+  return true;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (isIPv6), `::` expanded and a dotted IPv4 tail read as two groups. */
@@ -117,14 +183,18 @@ function ipv6Groups(address: string): number[] {
 }
 
 export class BruteForceLimiter {
-  private readonly counters = new Map<string, Counter>();
+  private readonly counters = new RecencyMap<Counter>();
+  /** Moves on whenever a counter enters or leaves the table: a ticket's counters are still the table's while it has not. */
+  private generation = 0;
+  /** The attempt admitted last, not yet settled nor counted in flight (see the top of this file). */
+  private uncounted: Ticket | undefined;
   /** pair key -> until when it is exempt from its account's lockout and its address's slowing. */
-  private readonly trustedPairs = new Map<string, number>();
+  private readonly trustedPairs = new RecencyMap<number>();
   /** Trusted pairs read back from a file, by keyed hash (importTrusted): each moves to trustedPairs when its pair next needs it. */
   private restoredPairs = new Map<string, number>();
   private digestOfPair: ((pairKey: string) => string) | undefined;
-  /** Counters pushed out of the table at a lockout or slowing step, by key (see counter()); oldest first out. */
-  private readonly escalations = new Map<string, Counter>();
+  /** Counters pushed out of the table at a lockout or slowing step, by key (see insert()); oldest first out. */
+  private readonly escalations = new RecencyMap<Counter>();
 
   constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now) {
     for (const [name, value] of Object.entries(settings)) {
@@ -164,6 +234,7 @@ export class BruteForceLimiter {
   }
 
   private decide(accountName: string, rawAddress: string): Admission | { busy: Counter; delayMs: number; lockedBy: 'account' | 'address' } {
+    this.countUncounted();
     const now = this.now();
     const account = `a:${accountName.slice(0, bruteForceKeyCharsMax).toLowerCase()}`;
     const address = `i:${addressKey(rawAddress)}`;
@@ -180,25 +251,49 @@ export class BruteForceLimiter {
       && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
     if (exempt) accountState = 'open';
     if (accountState === 'locked') return { admitted: false, delayMs: tarpitMs, lockedBy: 'account' };
-    if (accountState === 'full') return { busy: this.counter(account, accountCounter, now), delayMs: tarpitMs, lockedBy: 'account' };
+    // Full needs attempts in flight or failures, so the account has a counter.
+    if (accountState === 'full') return { busy: this.counter(account, accountCounter!, now), delayMs: tarpitMs, lockedBy: 'account' };
     // A slowed address lets one attempt through per spacingMs: this one's turn, unless its line is too long.
     const turnMs = spacingMs > 0 && !exempt ? Math.max(now, addressCounter!.nextTurnMs) : now;
     if (turnMs - now > bruteForceAddressBacklogMs) return { admitted: false, delayMs: tarpitMs, lockedBy: 'address' };
     const ticket: Ticket = {
       // Counted on the account even when exempt, so everyone else sees the attempts.
-      account: this.counter(account, accountCounter, now),
-      address: this.counter(address, addressCounter, now),
-      pair: this.counter(pairKey, pair, now),
+      account: accountCounter === undefined ? undefined : this.counter(account, accountCounter, now),
+      address: addressCounter === undefined ? undefined : this.counter(address, addressCounter, now),
+      pair: pair === undefined ? undefined : this.counter(pairKey, pair, now),
       accountKey: account,
       addressKey: address,
       pairKey,
+      counted: false,
       settled: false,
+      generation: -1,
     };
+    // A slowed address has a counter (its failures).
+    if (spacingMs > 0 && !exempt) addressCounter!.nextTurnMs = turnMs + spacingMs;
+    const delayMs = Math.max(tarpitMs, turnMs - now);
+    // One that waits is in flight for everyone from now on; one that does not may be settled before anyone asks.
+    if (delayMs > 0) this.count(ticket, now);
+    else this.uncounted = ticket;
+    return { admitted: true, ticket, delayMs };
+  }
+
+  /** The attempt admitted last, if it is still being evaluated, is in flight: it has gone on to wait for something. */
+  private countUncounted(): void {
+    const ticket = this.uncounted;
+    if (ticket === undefined) return;
+    this.uncounted = undefined;
+    if (!ticket.settled) this.count(ticket, this.now());
+  }
+
+  /** Counts an attempt in flight on its three counters, made if need be. */
+  private count(ticket: Ticket, now: number): void {
+    ticket.account ??= this.counter(ticket.accountKey, undefined, now);
+    ticket.address ??= this.counter(ticket.addressKey, undefined, now);
+    ticket.pair ??= this.counter(ticket.pairKey, undefined, now);
     ticket.account.inFlight++;
     ticket.address.inFlight++;
     ticket.pair.inFlight++;
-    if (spacingMs > 0 && !exempt) ticket.address.nextTurnMs = turnMs + spacingMs;
-    return { admitted: true, ticket, delayMs: Math.max(tarpitMs, turnMs - now) };
+    ticket.counted = true;
   }
 
   /**
@@ -217,9 +312,8 @@ export class BruteForceLimiter {
   }
 
   private trust(pairKey: string, until: number): void {
-    this.trustedPairs.delete(pairKey);
     this.trustedPairs.set(pairKey, until);
-    this.evictOldest(this.trustedPairs, bruteForceTrustedPairsMax, () => true, (k) => this.trustedPairs.delete(k));
+    if (this.trustedPairs.size > bruteForceTrustedPairsMax) this.trustedPairs.delete(this.trustedPairs.oldest()!.key);
   }
 
   /**
@@ -228,7 +322,7 @@ export class BruteForceLimiter {
    */
   trusted(ticket: Ticket): boolean {
     const now = this.now();
-    return ticket.pair.failures === 0 && this.trustedUntil(ticket.pairKey, now) > now;
+    return (ticket.pair?.failures ?? 0) === 0 && this.trustedUntil(ticket.pairKey, now) > now;
   }
 
   /**
@@ -261,21 +355,30 @@ export class BruteForceLimiter {
   /** The credential was right: the pair's tarpit resets and the pair becomes exempt from its account's lockout. */
   succeeded(ticket: Ticket): void {
     if (!this.settle(ticket)) return;
-    ticket.pair.failures = 0;
     const now = this.now();
-    const until = this.trustedPairs.get(ticket.pairKey);
-    // Like counter(): a busy pair's exemption is renewed (and moved last in the Map) at most once per bruteForceCounterTouchMs.
-    if (until !== undefined && until - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
-    this.trust(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
+    if (ticket.pair !== undefined) ticket.pair.failures = 0;
+    this.dropBlanks(ticket, now);
+    const trusted = this.trustedPairs.entry(ticket.pairKey);
+    const until = now + bruteForceTrustedPairTtlMs;
+    if (trusted === undefined) {
+      this.trustedPairs.add(ticket.pairKey, until);
+      if (this.trustedPairs.size > bruteForceTrustedPairsMax) this.trustedPairs.delete(this.trustedPairs.oldest()!.key);
+      return;
+    }
+    // Like counter(): a busy pair's exemption is renewed (and moved newest) at most once per bruteForceCounterTouchMs.
+    if (trusted.value - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
+    trusted.value = until;
+    this.trustedPairs.touch(trusted);
   }
 
   /** The credential was wrong: one more failure for the account, the address (which slows, never locks) and the pair. */
   failed(ticket: Ticket): void {
     if (!this.settle(ticket)) return;
     const now = this.now();
-    this.countFailure(ticket.account, this.settings.failureFactor, now);
-    this.countFailure(ticket.address, 0, now);
-    this.countFailure(ticket.pair, 0, now);
+    // Uncounted, the attempt was admitted in this turn: nothing has moved in the table since, so a counter it did not find is none.
+    this.countFailure(ticket.account ??= this.counter(ticket.accountKey, undefined, now), this.settings.failureFactor, now);
+    this.countFailure(ticket.address ??= this.counter(ticket.addressKey, undefined, now), 0, now);
+    this.countFailure(ticket.pair ??= this.counter(ticket.pairKey, undefined, now), 0, now);
   }
 
   /**
@@ -286,47 +389,65 @@ export class BruteForceLimiter {
    */
   released(ticket: Ticket): void {
     if (!this.settle(ticket)) return;
-    const now = this.now();
-    this.dropIfBlank(ticket.accountKey, ticket.account, now);
-    this.dropIfBlank(ticket.addressKey, ticket.address, now);
-    this.dropIfBlank(ticket.pairKey, ticket.pair, now);
+    this.dropBlanks(ticket, this.now());
   }
 
-  /** A counter that holds nothing (live() would start it over) is as good as none. */
-  private dropIfBlank(key: string, counter: Counter, now: number): void {
-    if (this.expired(counter, now) && this.counters.get(key) === counter) this.drop(key, counter);
+  /** A settled attempt's counters that now hold nothing (live() would start them over) are as good as none: dropped. */
+  private dropBlanks(ticket: Ticket, now: number): void {
+    if (!ticket.counted) return;
+    // The ticket then holds none either, as if it had found none (standing()).
+    if (this.dropIfBlank(ticket.accountKey, ticket.account, now)) ticket.account = undefined;
+    if (this.dropIfBlank(ticket.addressKey, ticket.address, now)) ticket.address = undefined;
+    if (this.dropIfBlank(ticket.pairKey, ticket.pair, now)) ticket.pair = undefined;
   }
 
-  private drop(key: string, counter: Counter): void {
+  private dropIfBlank(key: string, counter: Counter | undefined, now: number): boolean {
+    if (counter === undefined || !this.expired(counter, now) || this.counters.get(key) !== counter) return false;
+    this.drop(key);
+    return true;
+  }
+
+  private drop(key: string): void {
     this.counters.delete(key);
-    counter.dropped = true;
+    this.generation++;
   }
 
   /**
    * Whether the pair of a ticket that succeeded may pass again now without a decision: the same
    * credential, known to be right, from the same address (src/auth/known-callers.ts). Only while
-   * nothing has happened that a decision would weigh: none of its counters has left the table (a new
-   * one could be locked), its account is not locked, and the pair has no failure (its next attempt would
-   * be tarpitted). A slowed address does not matter: the pair succeeded, so it is exempt. Reads three counters; builds no key and counts nothing:
-   * a right credential's attempt gives its slot back at once anyway.
+   * nothing has happened that a decision would weigh: its account's and pair's counters are still the
+   * table's (a new one, or one made since for a key the ticket found none for, could be locked), its
+   * account is not locked, and the pair has no failure (its next attempt would be tarpitted). A slowed
+   * address does not matter: the pair succeeded, so it is exempt. Reads the ticket's counters, and looks
+   * its keys up only when a counter has entered or left the table since it last did; counts nothing: a
+   * right credential's attempt gives its slot back at once anyway.
    */
   standing(ticket: Ticket): boolean {
-    const { account, address, pair } = ticket;
-    if (account.dropped || address.dropped || pair.dropped || pair.failures !== 0) return false;
-    return this.now() >= account.lockedUntilMs;
+    const { account, pair } = ticket;
+    if (ticket.generation !== this.generation) {
+      this.countUncounted();
+      if (this.counters.get(ticket.accountKey) !== account || this.counters.get(ticket.pairKey) !== pair) return false;
+      ticket.generation = this.generation;
+    }
+    if (pair !== undefined && pair.failures !== 0) return false;
+    return account === undefined || this.now() >= account.lockedUntilMs;
   }
 
   private settle(ticket: Ticket): boolean {
     if (ticket.settled) return false;
     ticket.settled = true;
-    ticket.account.inFlight--;
-    ticket.address.inFlight--;
-    ticket.pair.inFlight--;
+    if (this.uncounted === ticket) this.uncounted = undefined;
+    const { account, address, pair } = ticket;
+    if (ticket.counted) {
+      account!.inFlight--;
+      address!.inFlight--;
+      pair!.inFlight--;
+    }
     // After the failure (if any) is counted: the waiters then see the slot, or the lockout.
-    if ((ticket.account.waiters?.length ?? 0) + (ticket.address.waiters?.length ?? 0) > 0) {
+    if (account !== undefined && address !== undefined && (account.waiters?.length ?? 0) + (address.waiters?.length ?? 0) > 0) {
       queueMicrotask(() => {
-        this.wake(ticket.account);
-        this.wake(ticket.address);
+        this.wake(account);
+        this.wake(address);
       });
     }
     return true;
@@ -389,11 +510,12 @@ export class BruteForceLimiter {
   /**
    * The counter, or undefined if there is none. An expired one starts over in place rather than being
    * dropped: a key that only ever succeeds (an admin, a service account) is expired at every attempt,
-   * and dropping it would mean a Map delete, a re-insert and an eviction scan per request, a large share
-   * of a cached request once the Map holds a few thousand counters. Idle ones still go when the Map is
-   * full (evictOldest in counter()).
+   * and dropping it would mean a delete and a re-insert per request. Idle ones still go when the table is
+   * full (insert()).
    */
   private live(key: string, now: number): Counter | undefined {
+    // Failures are rare, so the table is often empty: then the key is not even hashed.
+    if (this.counters.size === 0 && this.escalations.size === 0) return undefined;
     const counter = this.counters.get(key) ?? (this.escalations.size === 0 ? undefined : this.revive(key, now));
     if (counter !== undefined && this.expired(counter, now)) {
       counter.failures = 0;
@@ -404,13 +526,12 @@ export class BruteForceLimiter {
     return counter;
   }
 
-  /** A counter kept aside when it was pushed out at a lockout or slowing step (see counter()): back in the table, as it was. */
+  /** A counter kept aside when it was pushed out at a lockout or slowing step (see insert()): back in the table, as it was. */
   private revive(key: string, now: number): Counter | undefined {
     const counter = this.escalations.get(key);
     if (counter === undefined) return undefined;
     this.escalations.delete(key);
     if (this.expired(counter, now)) return undefined;
-    counter.dropped = false;
     this.insert(key, counter, now);
     return counter;
   }
@@ -427,56 +548,47 @@ export class BruteForceLimiter {
   }
 
   /**
-   * The live counter, or a new one (re-inserted last, so the Map's order is oldest use first). `now` is the
-   * decision's own reading of the clock: reading it again here, three times a decision, would be a good part
-   * of the limiter's cost.
+   * The live counter (moved to the newest end of the use order), or a new one. `now` is the decision's own
+   * reading of the clock: reading it again here, three times a decision, would be a good part of the limiter's cost.
    */
   private counter(key: string, existing: Counter | undefined, now: number): Counter {
-    // Re-inserting a hot key (the admin account, a busy address) on every request is costly in a Map of
-    // tens of thousands of counters; the use order only needs to be roughly right.
-    if (existing !== undefined && now - existing.touchedMs < bruteForceCounterTouchMs) return existing;
     if (existing !== undefined) {
-      existing.touchedMs = now;
-      this.counters.delete(key);
-      this.counters.set(key, existing);
+      // The use order only needs to be roughly right: a hot key (a busy address) is moved at most once per bruteForceCounterTouchMs.
+      if (now - existing.touchedMs >= bruteForceCounterTouchMs) {
+        existing.touchedMs = now;
+        const entry = this.counters.entry(key);
+        if (entry !== undefined) this.counters.touch(entry);
+      }
       return existing;
     }
-    const counter: Counter = { failures: 0, inFlight: 0, lockedUntilMs: 0, lastFailureMs: 0, touchedMs: now, nextTurnMs: 0, dropped: false };
+    const counter: Counter = { failures: 0, inFlight: 0, lockedUntilMs: 0, lastFailureMs: 0, touchedMs: now, nextTurnMs: 0 };
     this.insert(key, counter, now);
     return counter;
   }
 
   /**
-   * Adds a counter that is not in the table, last, and makes room: the oldest idle ones go, unlocked before locked.
-   * One that had reached a lockout or slowing step is kept aside (escalations) rather than forgotten: otherwise a
-   * flood of fresh counters would end an address's slowing, or start an account's next lockout over at the first
-   * step. Keeping one aside costs an attacker a factor's worth of failures, so that bound is far harder to flood.
+   * Adds a counter that is not in the table, newest, and makes room: the oldest idle one goes. One that had reached a
+   * lockout or slowing step is kept aside (escalations) rather than forgotten: otherwise a flood of fresh counters
+   * would end an address's slowing, or start an account's next lockout over at the first step. Keeping one aside
+   * costs an attacker a factor's worth of failures, so that bound is far harder to flood. One with attempts in flight
+   * or waiting is in use: it moves to the newest end instead, and the table holds at most that many more.
    */
   private insert(key: string, counter: Counter, now: number): void {
     counter.touchedMs = now;
     this.counters.set(key, counter);
-    if (this.counters.size <= bruteForceCountersMax) return;
-    const idle = (c: Counter): boolean => c.inFlight === 0 && (c.waiters?.length ?? 0) === 0;
-    const evict = (k: string, c: Counter): void => {
-      if (this.escalated(k, c, now)) {
-        this.escalations.delete(k);
-        this.escalations.set(k, c);
-        if (this.escalations.size > bruteForceEscalationsMax) this.escalations.delete(this.escalations.keys().next().value!);
+    this.generation++;
+    for (let tries = 0; this.counters.size > bruteForceCountersMax && tries < bruteForceEvictionTriesMax; tries++) {
+      const oldest = this.counters.oldest()!;
+      const old = oldest.value;
+      if (old.inFlight > 0 || (old.waiters?.length ?? 0) > 0) {
+        this.counters.touch(oldest);
+        continue;
       }
-      this.drop(k, c);
-    };
-    this.evictOldest(this.counters, bruteForceCountersMax, (c) => idle(c) && (this.expired(c, now) || now >= c.lockedUntilMs), evict);
-    // All idle ones are locked: under a flood that large, the oldest lockout goes first.
-    this.evictOldest(this.counters, bruteForceCountersMax, idle, evict);
-  }
-
-  /** Drops the oldest entries that may go until map is within max; stops after a bounded scan. */
-  private evictOldest<V>(map: Map<string, V>, max: number, mayGo: (value: V) => boolean, drop: (key: string, value: V) => void): void {
-    if (map.size <= max) return;
-    let scanned = 0;
-    for (const [key, value] of map) {
-      if (map.size <= max || scanned++ > 64) return;
-      if (mayGo(value)) drop(key, value);
+      if (this.escalated(oldest.key, old, now)) {
+        this.escalations.set(oldest.key, old);
+        if (this.escalations.size > bruteForceEscalationsMax) this.escalations.delete(this.escalations.oldest()!.key);
+      }
+      this.drop(oldest.key);
     }
   }
 }

@@ -85,6 +85,8 @@ export const bruteForceKeyCharsMax = 256;
 export const bruteForceAddressBacklogMs = 30_000;
 /** Counters pushed out of a full table that had reached a lockout or slowing step, kept aside so a flood cannot reset them. */
 export const bruteForceEscalationsMax = 50_000;
+/** A counter added to a full table pushes out the oldest idle one, passing over at most this many in use (moved newest). */
+export const bruteForceEvictionTriesMax = 8;
 /** One client address may hold at most this share of the hash queue with attempts of pairs not known to be good. */
 export const hashQueueAddressShareMax = 0.25;
 /** A TrustedPairsFile saves the trusted pairs this often (and when closed at a graceful shutdown). */
@@ -136,6 +138,12 @@ export const knownCallersMax = 10_000;
 export const knownAttemptsMax = 50_000;
 /** A body longer than this is never remembered (an authentication's body is a few hundred bytes). */
 export const knownRequestBytesMax = 4 * 1024;
+/**
+ * Bodies seen once are marked in a bit table of this many bits, by their keyed hash; one is remembered only when
+ * it comes again. The table is wiped once it holds knownSightingsMax marks, which keeps false repeats near 1 in 8.
+ */
+export const knownSightingBits = 1 << 20;
+export const knownSightingsMax = knownSightingBits / 8;
 
 // Write-ahead log and snapshots
 /** A group commit larger than this is split into several writes (still one fdatasync). */

@@ -43,7 +43,7 @@ function encodedBody(body: BodyText): string | Buffer {
 }
 
 /**
- * Peer addresses as text, by their binary form read as a number: IPv4 as itself, IPv4-mapped IPv6 as
+ * Peer addresses as text (see addressText), by their binary form read as a number: IPv4 as itself, IPv4-mapped IPv6 as
  * -1 - itself. Every uWS address call is a getpeername system call and a new ArrayBuffer; POST
  * /authenticate reads the peer on every request, and client applications reach us from few addresses
  * over pooled connections, so keeping the text by the binary form mostly hits.
@@ -57,17 +57,34 @@ function peerKey(raw: Uint8Array): number | undefined {
   return -1 - (((raw[12]! << 24) | (raw[13]! << 16) | (raw[14]! << 8) | raw[15]!) >>> 0);
 }
 
+/** Other IPv6 peers' texts the same way, by a hash of their 16 bytes, each with its bytes to tell a collision. */
+const peerTexts6 = new Map<number, { readonly raw: Uint8Array; readonly text: string }>();
+
 function remoteAddressOf(res: Uws.HttpResponse): string {
   const raw = new Uint8Array(res.getRemoteAddress());
   const key = peerKey(raw);
-  let text = key === undefined ? undefined : peerTexts.get(key);
+  if (key === undefined) return raw.length === 16 ? ipv6PeerText(raw) : addressText(raw);
+  let text = peerTexts.get(key);
   if (text === undefined) {
     text = addressText(raw);
-    if (key !== undefined) {
-      if (peerTexts.size >= peerAddressTextsMax) peerTexts.clear();
-      peerTexts.set(key, text);
-    }
+    if (peerTexts.size >= peerAddressTextsMax) peerTexts.clear();
+    peerTexts.set(key, text);
   }
+  return text;
+}
+
+function ipv6PeerText(raw: Uint8Array): string {
+  let hash = 0;
+  for (let i = 0; i < 16; i++) hash = Math.imul(hash ^ raw[i]!, 0x01000193);
+  const held = peerTexts6.get(hash);
+  if (held !== undefined) {
+    let same = true;
+    for (let i = 0; i < 16 && same; i++) same = held.raw[i] === raw[i];
+    if (same) return held.text;
+  }
+  const text = addressText(raw);
+  if (peerTexts6.size >= peerAddressTextsMax) peerTexts6.clear();
+  peerTexts6.set(hash, { raw, text });
   return text;
 }
 

@@ -210,7 +210,8 @@ export class Authenticator {
    * User, audited like any success, if nothing it rested on has changed (as for knownCaller, and the Application
    * object too) and nothing its caller rested on either; else undefined, and the request takes the full way (the
    * caller check, then authenticate()). One keyed hash for both credentials: a second one, for the caller alone,
-   * would add a keyed hash and a lookup to every repeat. Failures are never remembered.
+   * would add a keyed hash and a lookup to every repeat. Failures are never remembered, and a success only once
+   * its request has come before (attemptSlot).
    */
   recognised(request: Uint8Array, authorization: string, peer: string): { readonly user: User; readonly byPassword: boolean } | undefined {
     const key = this.knownAttempts.keyOfRequest(request, authorization, peer);
@@ -288,16 +289,18 @@ export class Authenticator {
 
   /**
    * Where a success of this request would be remembered: its key, and its caller's entry, made or found by
-   * this request's caller check (the same header and peer); undefined when either is missing, and the
-   * success is not remembered (its audit line is then not encoded for keeping either).
+   * this request's caller check (the same header and peer); undefined when either is missing, or when the
+   * request has not been seen before (most never repeat: remembering each would cost an entry, an eviction and
+   * an audit line encoded for keeping), and the success is not remembered.
    */
   private attemptSlot(context: AttemptContext): { readonly key: string; readonly caller: { readonly entry: Remembered; readonly expiresAtMs: number } } | undefined {
     const { request, authorization, peer } = context;
     if (request === undefined || authorization === undefined || peer === undefined) return undefined;
+    const key = this.knownAttempts.keyOfRequest(request, authorization, peer);
+    if (key === undefined || !this.knownAttempts.repeated(key)) return undefined;
     const callerKey = this.known.key(authorization, peer);
     const caller = callerKey === undefined ? undefined : this.known.held(callerKey);
-    const key = this.knownAttempts.keyOfRequest(request, authorization, peer);
-    return caller === undefined || key === undefined ? undefined : { key, caller };
+    return caller === undefined ? undefined : { key, caller };
   }
 
   /** check(), with an audit line when it throws (the hash pool failed, or filled up while a job waited for the dummy hash at start-up). */
