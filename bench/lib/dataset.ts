@@ -58,6 +58,9 @@ const fixtureApikeys = 1000;
 const fixtureRepeatedCredentials = 8;
 const fixtureDistinctCredentialsMax = 20_000;
 const fixtureUserIds = 2000;
+/** The production-like rows (A', D'): this many distinct API keys, and random User ids (repeats possible) to read. */
+const fixtureDistinctApikeys = 10_000;
+const fixtureRandomUserIds = 50_000;
 const searchCandidates = 160;
 const searchTermsKept = 24;
 /** Scenario F's rule: a term matches at most this many users. */
@@ -96,6 +99,10 @@ export interface Fixtures {
   readonly repeatedCredentials: readonly Credential[];
   readonly distinctCredentials: readonly Credential[];
   readonly userIds: readonly string[];
+  /** Up to fixtureDistinctApikeys keys, each of a different User (A' uses them; A keeps its first fixtureApikeys). */
+  readonly distinctApikeys: readonly ApikeyFixture[];
+  /** Ids picked at random from every regular User, for D'. */
+  readonly randomUserIds: readonly string[];
   readonly searchTerms: readonly SearchTermFixture[];
 }
 
@@ -372,12 +379,13 @@ function buildFixtures(built: Built, prng: Prng): Fixtures {
   const credential = (u: User): Credential => ({ email: u.email, application: u.applications[0]! });
   // Consecutive Users, so that consecutive requests of scenario C carry different hashes (see passwordHashesDistinct).
   const distinct = usable.slice(0, fixtureDistinctCredentialsMax).map(credential);
-  const apikeys: ApikeyFixture[] = [];
+  const distinctApikeys: ApikeyFixture[] = [];
   for (const u of usable) {
     const key = u.apikeys[0];
-    if (key !== undefined) apikeys.push({ keyId: key.id, nonce: key.nonce, application: u.applications[0]! });
-    if (apikeys.length >= fixtureApikeys) break;
+    if (key !== undefined) distinctApikeys.push({ keyId: key.id, nonce: key.nonce, application: u.applications[0]! });
+    if (distinctApikeys.length >= fixtureDistinctApikeys) break;
   }
+  const apikeys = distinctApikeys.slice(0, fixtureApikeys);
   const writeApplication = [...built.groupsByApplication.keys()][0]!;
   return {
     users: regular.length, password: benchPassword, adminEmail: benchAdminEmail, baseApplication: built.meta.baseApplication,
@@ -385,7 +393,10 @@ function buildFixtures(built: Built, prng: Prng): Fixtures {
     repeatedCredentials: Array.from({ length: Math.min(fixtureRepeatedCredentials, usable.length) }, () => credential(prng.pick(usable))),
     distinctCredentials: distinct,
     userIds: Array.from({ length: Math.min(fixtureUserIds, regular.length) }, () => prng.pick(regular).id),
+    distinctApikeys,
     searchTerms: pickSearchTerms(built, prng),
+    // Drawn last, so that the picks above (and so today's rows) stay as they were.
+    randomUserIds: Array.from({ length: Math.min(fixtureRandomUserIds, regular.length) }, () => prng.pick(regular).id),
   };
 }
 
