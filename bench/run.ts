@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D' on one front end, prints one table, writes bench/results/latest-<front end>.json.
+// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table, writes bench/results/latest-<front end>.json.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
@@ -46,7 +46,7 @@ const busyLoadAverage = 0.5;
 const resultsPath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`../../bench/results/latest-${frontEnd}.json`, import.meta.url));
 
 const usage = 'npm run bench -- [--quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]' +
-  ` (the production-like rows are A', B' and D': quote them, --only "A',B',D'")`;
+  ` (the production-like rows are A', B', D', F' and M: quote them, --only "A',B',D',F',M")`;
 
 interface RunArgs {
   quick: boolean;
@@ -188,7 +188,7 @@ async function startCeiling(frontEnd: FrontEndUsed, connections: number, times: 
 }
 
 /** The production-like rows (real-traffic.ts): driven by wrk from request files, each beside this ceiling fed the same file. */
-const realTrafficIds = ["A'", "B'", "D'"];
+const realTrafficIds = ["A'", "B'", "D'", "F'", 'M'];
 
 /** A second bare server of the run's front end that parses every body as JSON and answers what it is told (the rows above). */
 async function startJsonCeiling(frontEnd: FrontEndUsed): Promise<{ child: Child; port: number }> {
@@ -300,6 +300,8 @@ async function main(): Promise<void> {
     ["B'", 'POST /authenticate, username, distinct cached users and addresses', realRun((r) => real.usernameDistinct(ctx, r, log))],
     ["D'", 'GET /users/user/{id}, random ids', realRun((r) => real.userReadRandom(ctx, r))],
     ['F', 'GET /users/search/{term}', () => data.search(ctx)],
+    ["F'", 'GET /users/search/{term}, random terms', realRun((r) => real.searchRandom(ctx, r))],
+    ['M', 'mix of authenticate, reads and durable writes', realRun((r) => real.mix(ctx, r, log))],
     ['E', 'POST /groups/group, FSYNC=always', () => data.durableWrites(ctx)],
     ['H', 'snapshot while serving', () => data.snapshotWhileServing(ctx)],
     ['I', 'GET /users', () => data.listAll(ctx)],
@@ -373,7 +375,7 @@ async function main(): Promise<void> {
   const ceilingPerSec = { GET: mean((c) => c.get), POST: mean((c) => c.post) };
   const judged = judgeRatios(rows, ceilingPerSec);
 
-  const order = ['0', 'A', "A'", 'B', "B'", 'C', 'C+', 'D', "D'", 'E', 'F', 'G', 'H', 'I'];
+  const order = ['0', 'A', "A'", 'B', "B'", 'C', 'C+', 'D', "D'", 'E', 'F', "F'", 'M', 'G', 'H', 'I'];
   judged.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
   const totalS = (performance.now() - started) / 1000;
   const m = machine();

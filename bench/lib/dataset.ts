@@ -61,6 +61,8 @@ const fixtureUserIds = 2000;
 /** The production-like rows (A', D'): this many distinct API keys, and random User ids (repeats possible) to read. */
 const fixtureDistinctApikeys = 10_000;
 const fixtureRandomUserIds = 50_000;
+/** Scenario M's writes: Users whose updates touch no credential the authenticate requests use. */
+const fixtureWritableUserIds = 1000;
 const searchCandidates = 160;
 const searchTermsKept = 24;
 /** Scenario F's rule: a term matches at most this many users. */
@@ -103,6 +105,10 @@ export interface Fixtures {
   readonly distinctApikeys: readonly ApikeyFixture[];
   /** Ids picked at random from every regular User, for D'. */
   readonly randomUserIds: readonly string[];
+  /** Every company's name (F' draws search terms from them). */
+  readonly companyNames: readonly string[];
+  /** Users past the distinct credentials and without an API key, picked at random: M updates them. */
+  readonly writableUserIds: readonly string[];
   readonly searchTerms: readonly SearchTermFixture[];
 }
 
@@ -373,6 +379,11 @@ function pickSearchTerms(built: Built, prng: Prng): SearchTermFixture[] {
   return kept;
 }
 
+function pickWritable(candidates: readonly User[], prng: Prng): string[] {
+  if (candidates.length === 0) return [];
+  return Array.from({ length: fixtureWritableUserIds }, () => prng.pick(candidates).id);
+}
+
 function buildFixtures(built: Built, prng: Prng): Fixtures {
   const regular = built.users.slice(1);
   const usable = regular.filter((u) => u.status !== 'DISABLED');
@@ -397,6 +408,8 @@ function buildFixtures(built: Built, prng: Prng): Fixtures {
     searchTerms: pickSearchTerms(built, prng),
     // Drawn last, so that the picks above (and so today's rows) stay as they were.
     randomUserIds: Array.from({ length: Math.min(fixtureRandomUserIds, regular.length) }, () => prng.pick(regular).id),
+    companyNames: built.organizations.slice(1).map((o) => o.name),
+    writableUserIds: pickWritable(usable.slice(fixtureDistinctCredentialsMax).filter((u) => u.apikeys.length === 0), prng),
   };
 }
 
