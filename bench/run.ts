@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I on one front end, prints one table, writes bench/results/latest-<front end>.json.
+// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table, writes bench/results/latest-<front end>.json.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
@@ -6,7 +6,7 @@
 // is also given as a ratio to the ceiling, a bare server of the same front end (bench/ceiling-server.ts:
 // uWebSockets.js or node:http) measured the same way.
 
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,14 +15,16 @@ import { loadUws } from '../src/http/uws-loader.js';
 import type { Fixtures } from './lib/dataset.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import {
-  distPath, freePort, procStatusBytes, removeOnExit, runToCompletion, startChild, waitHealthy, type Child,
+  distPath, freePort, procCpuSeconds, procStatusBytes, removeOnExit, runToCompletion, startChild, waitHealthy, type Child,
 } from './lib/processes.js';
 import {
-  besideList, frontEndName, judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport,
+  besideList, describeCpu, frontEndName, judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport,
   type BenchReport, type FrontEndKind, type FrontEndUsed, type MicroReport, type ScenarioResult,
 } from './lib/report.js';
 import * as auth from './lib/auth-scenarios.js';
 import * as data from './lib/data-scenarios.js';
+import * as real from './lib/real-traffic.js';
+import { autocannonGenerator, ensureWrk, wrkGenerator } from './lib/wrk.js';
 import type { ScenarioContext } from './lib/scenario-kit.js';
 import { describePauses, serverWindow } from './lib/server-pauses.js';
 
@@ -43,7 +45,8 @@ const busyLoadAverage = 0.5;
 /** One file per front end, so that a run on one does not replace the other's results. */
 const resultsPath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`../../bench/results/latest-${frontEnd}.json`, import.meta.url));
 
-const usage = 'npm run bench -- [--quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]';
+const usage = 'npm run bench -- [--quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]' +
+  ` (the production-like rows are A', B', D', F' and M: quote them, --only "A',B',D',F',M")`;
 
 interface RunArgs {
   quick: boolean;
@@ -184,6 +187,20 @@ async function startCeiling(frontEnd: FrontEndUsed, connections: number, times: 
   };
 }
 
+/** The production-like rows (real-traffic.ts): driven by wrk from request files, each beside this ceiling fed the same file. */
+const realTrafficIds = ["A'", "B'", "D'", "F'", 'M'];
+
+/** A second bare server of the run's front end that parses every body as JSON and answers what it is told (the rows above). */
+async function startJsonCeiling(frontEnd: FrontEndUsed): Promise<{ child: Child; port: number }> {
+  const port = await freePort();
+  const child = startChild('ceiling-json', distPath('bench/ceiling-server.js'), [], { PORT: String(port), HOST: '127.0.0.1', CEILING_FRONT_END: frontEnd.kind, CEILING_READ_JSON: '1' });
+  const listening = child.logged((l) => l['msg'] === 'listening');
+  await waitHealthy(child, port, startTimeoutMs);
+  const build = (await listening)['build'];
+  if (build !== frontEnd.build) throw new Error(`the JSON ceiling runs ${String(build)}, authd ${String(frontEnd.build)}`);
+  return { child, port };
+}
+
 /** The header's word on which ratios use which ceiling. */
 function besideNote(meanUsed: boolean, beside: string): string {
   if (beside === '') return meanUsed ? ')' : '';
@@ -253,6 +270,20 @@ async function main(): Promise<void> {
     port, pid: server.pid, dataDir: dirs.dataDir, keyFile: dirs.keyFile, fixtures, micro, connections: args.connections,
     warmS: times.warmS, measureS: times.measureS, argon2MeasureS: times.argon2MeasureS, ceilingGet: ceilings.get, ceilingPost: ceilings.post,
   };
+  let jsonCeiling: { child: Child; port: number } | undefined;
+  let rt: real.RealTraffic | undefined;
+  if (realTrafficIds.some(wanted)) {
+    const genDir = join(root, 'generator');
+    mkdirSync(genDir, { recursive: true });
+    const generator = ensureWrk(log) ? wrkGenerator(genDir) : autocannonGenerator();
+    jsonCeiling = await startJsonCeiling(frontEnd);
+    rt = { generator, ceilingPort: jsonCeiling.port, ceilingPid: jsonCeiling.child.pid, quick: args.quick };
+    log(`${realTrafficIds.join(', ')}: generator ${generator.kind}; beside a ceiling that parses each body as JSON (pid ${jsonCeiling.child.pid}, port ${jsonCeiling.port})`);
+  }
+  const realRun = (run: (r: real.RealTraffic) => Promise<ScenarioResult>) => async (): Promise<ScenarioResult> => {
+    if (rt === undefined) throw new Error('no generator');
+    return run(rt);
+  };
   // Measure the steady state: the server completes its search index in the background after start-up.
   const searchReadyMs = fixtures.searchTerms.length === 0 ? Number.NaN : await data.waitSearchReady(ctx, fixtures.searchTerms[0]!.term);
   log(`search index answering fast ${(searchReadyMs / 1000).toFixed(1)} s after /health OK (${((spawnToHealthyMs + searchReadyMs) / 1000).toFixed(1)} s after spawn)`);
@@ -262,10 +293,15 @@ async function main(): Promise<void> {
   // so that on a machine whose neighbours come and go both meet the same weather, as nearly as can be.
   const plan: Array<[string, string, () => Promise<ScenarioResult | ScenarioResult[]>, Method?]> = [
     ['0', 'GET /health', () => auth.health(ctx)],
-    ['A', 'POST /authenticate, apikey', () => auth.apikeyAuthenticate(ctx), 'POST'],
-    ['B', 'POST /authenticate, username, repeated', () => auth.repeatedUsername(ctx), 'POST'],
-    ['D', 'GET /users/user/{id}', () => data.userRead(ctx), 'GET'],
+    ['A', 'POST /authenticate, apikey (repeat)', () => auth.apikeyAuthenticate(ctx), 'POST'],
+    ['B', 'POST /authenticate, username (repeat)', () => auth.repeatedUsername(ctx), 'POST'],
+    ['D', 'GET /users/user/{id} (repeat)', () => data.userRead(ctx), 'GET'],
+    ["A'", 'POST /authenticate, apikey, distinct keys and addresses', realRun((r) => real.apikeyDistinct(ctx, r))],
+    ["B'", 'POST /authenticate, username, distinct cached users and addresses', realRun((r) => real.usernameDistinct(ctx, r, log))],
+    ["D'", 'GET /users/user/{id}, random ids', realRun((r) => real.userReadRandom(ctx, r))],
     ['F', 'GET /users/search/{term}', () => data.search(ctx)],
+    ["F'", 'GET /users/search/{term}, random terms', realRun((r) => real.searchRandom(ctx, r))],
+    ['M', 'mix of authenticate, reads and durable writes', realRun((r) => real.mix(ctx, r, log))],
     ['E', 'POST /groups/group, FSYNC=always', () => data.durableWrites(ctx)],
     ['H', 'snapshot while serving', () => data.snapshotWhileServing(ctx)],
     ['I', 'GET /users', () => data.listAll(ctx)],
@@ -283,10 +319,22 @@ async function main(): Promise<void> {
       const beside = besideMethod === undefined ? undefined : await ceiling.measure(besideMethod);
       if (beside !== undefined) log(`${id}: ceiling beside it: ${besideMethod} ${perSec(beside.reqPerSec)} (p99 ${ms(beside.ok.p99Ms)} ms)`);
       const window = await serverWindow(ctx);
+      const selfCpuBefore = process.cpuUsage();
+      const serverCpuBefore = procCpuSeconds(server.pid);
+      const scenarioStarted = performance.now();
       const out = await run();
+      const scenarioS = (performance.now() - scenarioStarted) / 1000;
+      const selfCpu = process.cpuUsage(selfCpuBefore);
+      // autocannon runs in this process: its CPU over the whole scenario, when no tighter figure came with the row.
+      // Not for C and C+: this process also times argon2 there, on threads of its own.
+      const wholeCpu = {
+        generator: 'autocannon', generatorShare: (selfCpu.user + selfCpu.system) / 1e6 / scenarioS,
+        serverShare: (procCpuSeconds(server.pid) - serverCpuBefore) / scenarioS, wholeScenario: true,
+      };
       const pauses = await window();
       if (pauses !== undefined) log(`${id}: server meanwhile (warm-up included): ${describePauses(pauses)}`);
-      for (const measured of Array.isArray(out) ? out : [out]) {
+      for (const result of Array.isArray(out) ? out : [out]) {
+        const measured = result.cpu === undefined && result.reqPerSec !== null && !result.id.startsWith('C') ? { ...result, cpu: wholeCpu } : result;
         const row = beside !== undefined && measured.ceiling === besideMethod && measured.reqPerSec !== null
           ? { ...measured, ceilingBesidePerSec: beside.reqPerSec, ratio: measured.reqPerSec / beside.reqPerSec }
           : measured;
@@ -296,7 +344,7 @@ async function main(): Promise<void> {
         const rate = row.reqPerSec === null ? '' : `${perSec(row.reqPerSec)}, p50 ${ms(row.p50Ms)} ms, p99 ${ms(row.p99Ms)} ms; `;
         const against = row.ceilingBesidePerSec === undefined ? 'the first ceiling' : 'the ceiling beside it';
         const parts = [row.ratio === null ? '' : `${row.ratio.toFixed(2)} x ${against}`, row.verdict.replace(/^; /, '')].filter((p) => p !== '');
-        log(`${row.id}: ${rate}${parts.join('; ')}`);
+        log(`${row.id}: ${rate}${parts.join('; ')}${row.cpu === undefined ? '' : `; CPU ${describeCpu(row.cpu)}`}`);
       }
     } catch (err) {
       rows.push(errorRow(id, name, err));
@@ -322,11 +370,12 @@ async function main(): Promise<void> {
     ceilingRuns.push(await measureCeilings(ceiling));
   }
   await ceiling.stop();
+  await jsonCeiling?.child.stop();
   const mean = (pick: (c: typeof ceilings) => LoadResult): number => ceilingRuns.reduce((sum, c) => sum + pick(c).reqPerSec, 0) / ceilingRuns.length;
   const ceilingPerSec = { GET: mean((c) => c.get), POST: mean((c) => c.post) };
   const judged = judgeRatios(rows, ceilingPerSec);
 
-  const order = ['0', 'A', 'B', 'C', 'C+', 'D', 'E', 'F', 'G', 'H', 'I'];
+  const order = ['0', 'A', "A'", 'B', "B'", 'C', 'C+', 'D', "D'", 'E', 'F', "F'", 'M', 'G', 'H', 'I'];
   judged.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
   const totalS = (performance.now() - started) / 1000;
   const m = machine();

@@ -76,7 +76,7 @@ export async function apikeyAuthenticate(ctx: ScenarioContext): Promise<Scenario
     connections: ctx.connections, headers: adminHeaders(ctx.fixtures),
     requests: bodies.map((body) => ({ method: 'POST', path: '/authenticate', body })),
   });
-  const row = httpRow('A', 'POST /authenticate, apikey', load, 'POST', ctx, `>= ${apikeyRatioMin} x ceiling`, null, '', { apikeys: bodies.length });
+  const row = httpRow('A', `POST /authenticate, apikey (repeat: ${bodies.length.toLocaleString('en-US')} bodies rotated)`, load, 'POST', ctx, `>= ${apikeyRatioMin} x ceiling`, null, '', { apikeys: bodies.length });
   return { ...row, ratioMin: apikeyRatioMin };
 }
 
@@ -91,7 +91,7 @@ export async function repeatedUsername(ctx: ScenarioContext): Promise<ScenarioRe
     connections: ctx.connections, headers: adminHeaders(f),
     requests: bodies.map((body) => ({ method: 'POST', path: '/authenticate', body })),
   });
-  const row = httpRow('B', 'POST /authenticate, username, repeated', load, 'POST', ctx, `>= ${repeatedUsernameRatioMin} x ceiling`, null, '',
+  const row = httpRow('B', `POST /authenticate, username (repeat: ${bodies.length} bodies rotated)`, load, 'POST', ctx, `>= ${repeatedUsernameRatioMin} x ceiling`, null, '',
     { credentials: bodies.length });
   return { ...row, ratioMin: repeatedUsernameRatioMin };
 }

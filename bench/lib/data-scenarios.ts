@@ -44,7 +44,7 @@ export async function userRead(ctx: ScenarioContext): Promise<ScenarioResult> {
     connections: ctx.connections, headers: { authorization: basicAuth(f.adminEmail, f.password) },
     requests: f.userIds.map((id) => ({ method: 'GET', path: `/users/user/${id}` })),
   });
-  const row = httpRow('D', 'GET /users/user/{id}, Basic (cached admin)', load, 'GET', ctx, `>= ${userReadRatioMin} x ceiling`, null, '',
+  const row = httpRow('D', `GET /users/user/{id}, Basic (cached admin) (repeat: ${f.userIds.length.toLocaleString('en-US')} ids rotated)`, load, 'GET', ctx, `>= ${userReadRatioMin} x ceiling`, null, '',
     { distinctUsers: f.userIds.length });
   return { ...row, ratioMin: userReadRatioMin };
 }

@@ -58,6 +58,11 @@ const fixtureApikeys = 1000;
 const fixtureRepeatedCredentials = 8;
 const fixtureDistinctCredentialsMax = 20_000;
 const fixtureUserIds = 2000;
+/** The production-like rows (A', D'): this many distinct API keys, and random User ids (repeats possible) to read. */
+const fixtureDistinctApikeys = 10_000;
+const fixtureRandomUserIds = 50_000;
+/** Scenario M's writes: Users whose updates touch no credential the authenticate requests use. */
+const fixtureWritableUserIds = 1000;
 const searchCandidates = 160;
 const searchTermsKept = 24;
 /** Scenario F's rule: a term matches at most this many users. */
@@ -96,6 +101,14 @@ export interface Fixtures {
   readonly repeatedCredentials: readonly Credential[];
   readonly distinctCredentials: readonly Credential[];
   readonly userIds: readonly string[];
+  /** Up to fixtureDistinctApikeys keys, each of a different User (A' uses them; A keeps its first fixtureApikeys). */
+  readonly distinctApikeys: readonly ApikeyFixture[];
+  /** Ids picked at random from every regular User, for D'. */
+  readonly randomUserIds: readonly string[];
+  /** Every company's name (F' draws search terms from them). */
+  readonly companyNames: readonly string[];
+  /** Users past the distinct credentials and without an API key, picked at random: M updates them. */
+  readonly writableUserIds: readonly string[];
   readonly searchTerms: readonly SearchTermFixture[];
 }
 
@@ -366,18 +379,24 @@ function pickSearchTerms(built: Built, prng: Prng): SearchTermFixture[] {
   return kept;
 }
 
+function pickWritable(candidates: readonly User[], prng: Prng): string[] {
+  if (candidates.length === 0) return [];
+  return Array.from({ length: fixtureWritableUserIds }, () => prng.pick(candidates).id);
+}
+
 function buildFixtures(built: Built, prng: Prng): Fixtures {
   const regular = built.users.slice(1);
   const usable = regular.filter((u) => u.status !== 'DISABLED');
   const credential = (u: User): Credential => ({ email: u.email, application: u.applications[0]! });
   // Consecutive Users, so that consecutive requests of scenario C carry different hashes (see passwordHashesDistinct).
   const distinct = usable.slice(0, fixtureDistinctCredentialsMax).map(credential);
-  const apikeys: ApikeyFixture[] = [];
+  const distinctApikeys: ApikeyFixture[] = [];
   for (const u of usable) {
     const key = u.apikeys[0];
-    if (key !== undefined) apikeys.push({ keyId: key.id, nonce: key.nonce, application: u.applications[0]! });
-    if (apikeys.length >= fixtureApikeys) break;
+    if (key !== undefined) distinctApikeys.push({ keyId: key.id, nonce: key.nonce, application: u.applications[0]! });
+    if (distinctApikeys.length >= fixtureDistinctApikeys) break;
   }
+  const apikeys = distinctApikeys.slice(0, fixtureApikeys);
   const writeApplication = [...built.groupsByApplication.keys()][0]!;
   return {
     users: regular.length, password: benchPassword, adminEmail: benchAdminEmail, baseApplication: built.meta.baseApplication,
@@ -385,7 +404,12 @@ function buildFixtures(built: Built, prng: Prng): Fixtures {
     repeatedCredentials: Array.from({ length: Math.min(fixtureRepeatedCredentials, usable.length) }, () => credential(prng.pick(usable))),
     distinctCredentials: distinct,
     userIds: Array.from({ length: Math.min(fixtureUserIds, regular.length) }, () => prng.pick(regular).id),
+    distinctApikeys,
     searchTerms: pickSearchTerms(built, prng),
+    // Drawn last, so that the picks above (and so today's rows) stay as they were.
+    randomUserIds: Array.from({ length: Math.min(fixtureRandomUserIds, regular.length) }, () => prng.pick(regular).id),
+    companyNames: built.organizations.slice(1).map((o) => o.name),
+    writableUserIds: pickWritable(usable.slice(fixtureDistinctCredentialsMax).filter((u) => u.apikeys.length === 0), prng),
   };
 }
 

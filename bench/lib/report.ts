@@ -30,6 +30,26 @@ export interface MicroReport {
   readonly argon2HashMs: number;
 }
 
+/** Above this share of one core, the load generator may be what set a row's pace, and the row says so. */
+export const generatorBusyShareMax = 0.8;
+
+/** CPU time over wall time of a measured run, 1 = one full core. */
+export interface CpuShare {
+  /** 'wrk', or 'autocannon' (in the benchmark's own process). */
+  readonly generator: string;
+  readonly generatorShare: number;
+  readonly serverShare: number;
+  /** True when measured over the whole scenario (its warm-up and set-up included) rather than the measured run alone. */
+  readonly wholeScenario?: boolean;
+}
+
+/** "wrk 34% / server 98%", flagged when the generator may have set the pace. */
+export function describeCpu(cpu: CpuShare): string {
+  const pct = (share: number): string => (Number.isNaN(share) ? '?' : `${Math.round(share * 100)}%`);
+  const busy = cpu.generatorShare > generatorBusyShareMax ? ` GENERATOR-BOUND (> ${generatorBusyShareMax * 100}% of a core)` : '';
+  return `${cpu.generator} ${pct(cpu.generatorShare)} / server ${pct(cpu.serverShare)}${cpu.wholeScenario === true ? ' (whole scenario)' : ''}${busy}`;
+}
+
 export interface ScenarioResult {
   readonly id: string;
   readonly name: string;
@@ -45,6 +65,8 @@ export interface ScenarioResult {
   /** When set, the verdict is the ratio: pass = ratio >= ratioMin, decided once the run's ceilings are all in (judgeRatios). */
   readonly ratioMin?: number;
   readonly target: string;
+  /** The generator's and the server's CPU while it ran, where measured. */
+  readonly cpu?: CpuShare;
   /** null: informational, no target. */
   readonly pass: boolean | null;
   /** The measured value the verdict rests on, in words (for the table). */
@@ -151,13 +173,14 @@ function cell(value: string): string {
 
 /** One Markdown table, pasteable into docs/performance.md as it is. */
 export function scenarioTable(scenarios: readonly ScenarioResult[]): string {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'x ceiling', 'target', 'result'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'x ceiling', 'generator / server CPU', 'target', 'result'];
   const rows = scenarios.map((s) => [
     `${s.id}. ${s.name}`,
     s.reqPerSec === null ? '-' : formatOps(s.reqPerSec),
     ms(s.p50Ms),
     ms(s.p99Ms),
     s.ratio === null ? '-' : `${s.ratio.toFixed(2)} (${s.ceiling})`,
+    s.cpu === undefined ? '-' : describeCpu(s.cpu),
     s.target,
     `${s.pass === null ? 'info' : s.pass ? 'MET' : 'MISSED'}: ${s.verdict}`,
   ]);
