@@ -6,6 +6,7 @@ import {
 import type { JsonObject } from './entities.js';
 import { emailCharacterProblem, normalizeEmail } from './email.js';
 import { invalidField } from './errors.js';
+import { roleNames, type Role } from './roles.js';
 import { isWellFormedId } from './ids.js';
 
 export interface Schema<T> {
@@ -102,6 +103,11 @@ export function arrayOf<T>(item: Schema<T>, opts: { max: number; unique?: boolea
  * backtrack. Only ASCII spaces are trimmed: String.trim would also drop a BOM or a no-break space
  * silently, which the character rule refuses instead.
  */
+/** A list of roles without repeats (src/domain/roles.ts), as a User or an API Key carries them. */
+export function roles(): Schema<Role[]> {
+  return arrayOf(enumOf(roleNames), { max: roleNames.length, unique: true });
+}
+
 export function email(): Schema<string> {
   return {
     parse(value, field) {

@@ -5,9 +5,8 @@ import {
   passwordBytesMax, passwordCharsMin, passwordHashCharsMax,
 } from '../config/limits.js';
 import { invalidField } from '../domain/errors.js';
-import { roleNames } from '../domain/roles.js';
 import {
-  arrayOf, body, customData, email, enumOf, field, id, object, string, type Schema,
+  arrayOf, body, customData, email, enumOf, field, id, object, roles, string, type Schema,
 } from '../domain/schema.js';
 
 const status = enumOf(['ENABLED', 'DISABLED'] as const);
@@ -15,8 +14,6 @@ const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
 const name = string({ max: nameCharsMax });
 const requiredName = string({ min: 1, max: nameCharsMax, trim: true });
 const description = string({ max: descriptionCharsMax });
-/** Only an admin may give them (src/domain/roles.ts). */
-const roles = arrayOf(enumOf(roleNames), { max: roleNames.length, unique: true });
 
 /** At least passwordCharsMin characters, at most passwordBytesMax bytes of UTF-8. Never echoed in a message. */
 function password(): Schema<string> {
@@ -85,7 +82,8 @@ export const userCreate = body({
   custom_data: field(customData({ nullable: true })),
   organization: field(id()),
   ...memberships,
-  roles: field(roles),
+  /** Only an admin may give them (src/domain/roles.ts). */
+  roles: field(roles()),
 });
 
 export const userUpdate = body({
@@ -96,7 +94,8 @@ export const userUpdate = body({
   custom_data: field(customData({ nullable: true })),
   organization: field(id()),
   ...memberships,
-  roles: field(roles),
+  /** Only an admin may give them (src/domain/roles.ts). */
+  roles: field(roles()),
 });
 
 export const apikeyCreate = body({
@@ -104,7 +103,7 @@ export const apikeyCreate = body({
   description: field(description),
   status: field(status),
   /** Narrows the owner's roles for callers using this key. */
-  roles: field(roles),
+  roles: field(roles()),
 });
 
 export const apikeyUpdate = apikeyCreate;

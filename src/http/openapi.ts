@@ -31,8 +31,18 @@ const roles: JsonSchema = {
   description: 'What a caller may do (admin, manager, auditor, authenticator); on an API Key, narrows its User\'s.',
 };
 const userRoles: JsonSchema = { ...roles, description: 'Only on Users of the base Application: what the User may do as a caller (admin unless narrowed).' };
-const minimalRequired = ['id', 'username', 'email', 'name', 'status', 'custom_data', 'organization', 'href', 'created_at', 'modified_at'];
-const userRequired = ['id', 'username', 'email', 'name', 'status', 'custom_data', 'organization', 'applications', 'groups', 'apikeys', 'href', 'created_at', 'modified_at'];
+const organizationId: JsonSchema = { type: 'string', description: 'Organization id.' };
+
+/** A User representation: the fields every one has around what differs (its Organization and memberships); all but `roles` always there. */
+function userSchema(middle: Record<string, JsonSchema>): JsonSchema {
+  const head = {
+    id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
+    custom_data: customData(true),
+  };
+  const tail = { href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp };
+  const properties = { ...head, ...middle, roles: userRoles, ...tail };
+  return obj(properties, Object.keys(properties).filter((k) => k !== 'roles'));
+}
 
 /** The public representations of src/http/render.ts. */
 const entitySchemas: Record<string, JsonSchema> = {
@@ -54,43 +64,26 @@ const entitySchemas: Record<string, JsonSchema> = {
     id: str, name: str, description: str, status, roles, secret: { type: 'string', description: 'Shown by create and update only.' },
     href: { type: 'string', format: 'uri' },
   }, ['id', 'name', 'description', 'status', 'secret', 'href']),
-  User: obj({
-    id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
-    custom_data: customData(true), organization: ref('OrganizationBrief'),
-    applications: { type: 'array', items: ref('Application') }, groups: { type: 'array', items: ref('Group') },
-    apikeys: { type: 'array', items: ref('ApiKey') }, roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
-  }, userRequired),
-  UserListed: obj({
-    id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
-    custom_data: customData(true), organization: { type: 'string', description: 'Organization id.' },
-    applications: idList, groups: idList, apikeys: { type: 'array', items: ref('ApiKey') }, roles: userRoles,
-    href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
-  }, userRequired),
+  User: userSchema({
+    organization: ref('OrganizationBrief'), applications: { type: 'array', items: ref('Application') },
+    groups: { type: 'array', items: ref('Group') }, apikeys: { type: 'array', items: ref('ApiKey') },
+  }),
+  UserListed: userSchema({ organization: organizationId, applications: idList, groups: idList, apikeys: { type: 'array', items: ref('ApiKey') } }),
   UserMinimal: {
-    ...obj({
-      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
-      custom_data: customData(true), organization: ref('OrganizationBrief'),
-      roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
-    }, minimalRequired),
+    ...userSchema({ organization: ref('OrganizationBrief') }),
     description: '`minimal=1` of GET /users and searches: without applications, groups and API Keys.',
   },
   UserListedMinimal: {
-    ...obj({
-      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
-      custom_data: customData(true), organization: { type: 'string', description: 'Organization id.' },
-      roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
-    }, minimalRequired),
+    ...userSchema({ organization: organizationId }),
     description: '`minimal=1` of the per-Application, per-Group and per-Organization user listings.',
   },
   UserAuthenticated: {
-    ...obj({
-      id: str, username: str, email: str, name: str, status: { type: 'string', enum: ['UNVERIFIED', 'ENABLED', 'DISABLED'] },
-      custom_data: customData(true), organization: { ...obj({ id: str, name: str }), type: ['object', 'null'] },
+    ...userSchema({
+      organization: { ...obj({ id: str, name: str }), type: ['object', 'null'] },
       applications: { type: 'array', items: obj({ id: str, name: str, status }) },
       groups: { type: 'array', items: obj({ id: str, name: str, status, application: str }) },
       apikeys: { type: 'array', items: obj({ id: str, name: str, status }) },
-      roles: userRoles, href: { type: 'string', format: 'uri' }, created_at: timestamp, modified_at: timestamp,
-    }, userRequired),
+    }),
     description: 'The User of a successful POST /authenticate: its own custom_data; its memberships, Organization and API Keys ' +
       'by id and name only (no custom_data or description: GET /groups/group/{id} has a Group\'s).',
   },

@@ -110,8 +110,7 @@ export class Renderer {
 
   /** `roles` only on Users of the base Application, the only ones they apply to (admin until narrowed). */
   private userTail(user: User): string {
-    const base = this.state.meta?.baseApplication;
-    const roles = base !== undefined && user.applications.includes(base) ? user.roles ?? defaultRoles : undefined;
+    const roles = this.state.isBaseUser(user) ? user.roles ?? defaultRoles : undefined;
     return JSON.stringify({
       roles,
       href: this.userHref(user.id),
@@ -180,21 +179,21 @@ export class Renderer {
 
   /** userFull as UTF-8, kept: GET of a User is answered again and again (a copy instead of a rendering and an encoding). */
   userFullBytes(user: User): Buffer {
-    const kept = this.kept(user);
-    if (kept.full !== undefined) return kept.full;
-    const bytes = ownBytes(this.userFull(user));
-    kept.full = bytes;
-    kept.bytes += bytes.length;
-    this.keptUsers.keep(user, kept);
-    return bytes;
+    return this.keptBytes(user, 'full', this.userFull);
   }
 
   /** userAuthenticated as UTF-8, kept: the hot path of a recognised authentication copies it and encodes nothing. */
   userAuthenticatedBytes(user: User): Buffer {
+    return this.keptBytes(user, 'authenticated', this.userAuthenticated);
+  }
+
+  /** One rendering of a User as kept UTF-8: made on first ask, counted against the cache's bytes. render is a method, so a hit allocates nothing. */
+  private keptBytes(user: User, slot: 'full' | 'authenticated', render: (this: Renderer, user: User) => string): Buffer {
     const kept = this.kept(user);
-    if (kept.authenticated !== undefined) return kept.authenticated;
-    const bytes = ownBytes(this.userAuthenticated(user));
-    kept.authenticated = bytes;
+    const have = kept[slot];
+    if (have !== undefined) return have;
+    const bytes = ownBytes(render.call(this, user));
+    kept[slot] = bytes;
     kept.bytes += bytes.length;
     this.keptUsers.keep(user, kept);
     return bytes;

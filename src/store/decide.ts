@@ -54,14 +54,9 @@ export function mustApikey(state: State, userId: string, keyId: string): { user:
   return { user, key };
 }
 
-function isBase(state: State, applicationId: string): boolean {
-  return state.meta?.baseApplication === applicationId;
-}
-
 /** An administrator: a User of the base Application with the admin role who may still sign in. */
 function isActiveAdmin(state: State, user: User | undefined): boolean {
-  const base = state.meta?.baseApplication;
-  return user !== undefined && base !== undefined && user.status !== 'DISABLED' && user.applications.includes(base) && isAdminRoles(user.roles);
+  return user !== undefined && user.status !== 'DISABLED' && state.isBaseUser(user) && isAdminRoles(user.roles);
 }
 
 /** Refuse the change that would leave nobody able to administer the service. */
@@ -116,7 +111,7 @@ export function createApplication(state: State, input: ApplicationInput, ctx: De
 
 export function updateApplication(state: State, id: string, input: ApplicationInput, ctx: DecideContext): Decision<Application> {
   const old = mustApplication(state, id);
-  if (isBase(state, id) && input.status === 'DISABLED') {
+  if (state.isBaseApplication(id) && input.status === 'DISABLED') {
     throw new DomainError('base_application_protected', 'status: the base Application cannot be disabled.');
   }
   const app: Application = patched(old, input, ctx.now);
@@ -125,7 +120,7 @@ export function updateApplication(state: State, id: string, input: ApplicationIn
 
 export function deleteApplication(state: State, id: string): Decision<true> {
   mustApplication(state, id);
-  if (isBase(state, id)) {
+  if (state.isBaseApplication(id)) {
     throw new DomainError('base_application_protected', 'The base Application cannot be deleted.', { result: { deleted: false } });
   }
   const app = state.application(id)!;
@@ -509,7 +504,7 @@ export function importOrganization(state: State, org: Organization): Decision<Or
 }
 
 export function importApplication(state: State, app: Application): Decision<Application> {
-  if (isBase(state, app.id) && app.status === 'DISABLED') {
+  if (state.isBaseApplication(app.id) && app.status === 'DISABLED') {
     throw new DomainError('base_application_protected', 'status: the base Application cannot be disabled.');
   }
   return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };

@@ -457,6 +457,13 @@ export class State {
   group(id: string): Group | undefined { return this.groups.get(id); }
   organization(id: string): Organization | undefined { return this.organizations.get(id); }
   user(id: string): User | undefined { return this.users.get(id); }
+  /** Whether id names the base Application, whose Users are the callers of this API. */
+  isBaseApplication(id: string | undefined): boolean { return id !== undefined && this.meta?.baseApplication === id; }
+  /** Whether the User belongs to the base Application (its roles apply only then). */
+  isBaseUser(user: User): boolean {
+    const base = this.meta?.baseApplication;
+    return base !== undefined && user.applications.includes(base);
+  }
 
   /** The User whose email has the same emailKey (src/domain/email.ts): one NFC, case-folded address, whatever form it was given in. */
   userByEmail(email: string): User | undefined {

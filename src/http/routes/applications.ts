@@ -2,16 +2,11 @@
 
 import type { Application } from '../../domain/entities.js';
 import * as decide from '../../store/decide.js';
-import type { State } from '../../store/state.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
 import { listOf, ref } from '../openapi.js';
 import { listing, pageRequest, pageResult, rendering } from '../paging.js';
 import { pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
 import { collectionRoutes } from './collections.js';
-
-export function isBaseApplication(state: State, id: string | undefined): boolean {
-  return id !== undefined && state.meta?.baseApplication === id;
-}
 
 export const applicationRoutes: readonly RouteDecl[] = [
   ...collectionRoutes<Application, decide.ApplicationInput, decide.ApplicationInput>({
@@ -22,7 +17,7 @@ export const applicationRoutes: readonly RouteDecl[] = [
     render: (r, a) => r.application(a), create: decide.createApplication, update: decide.updateApplication, remove: decide.deleteApplication,
     users: (s, id) => s.usersOfApplication(id), usersPage: (s, id, after, limit) => s.pageUsersOfApplication(id, after, limit),
     guard: (ctx: RouteContext<unknown>, { id }) => {
-      if (isBaseApplication(ctx.deps.state, id)) requireAdmin(ctx, 'Changing the base Application');
+      if (ctx.deps.state.isBaseApplication(id)) requireAdmin(ctx, 'Changing the base Application');
     },
   }),
   route({

@@ -4,7 +4,6 @@ import type { Group } from '../../domain/entities.js';
 import * as decide from '../../store/decide.js';
 import { groupCreate, groupUpdate } from '../bodies.js';
 import { requireAdmin, type RouteDecl } from '../route.js';
-import { isBaseApplication } from './applications.js';
 import { collectionRoutes } from './collections.js';
 
 type GroupCreate = ReturnType<typeof groupCreate.parse>;
@@ -20,6 +19,6 @@ export const groupRoutes: readonly RouteDecl[] = collectionRoutes<Group, GroupCr
   users: (s, id) => s.usersOfGroup(id), usersPage: (s, id, after, limit) => s.pageUsersOfGroup(id, after, limit),
   guard: (ctx, { id, input }) => {
     const application = input?.application ?? (id === undefined ? undefined : ctx.deps.state.group(id)?.application);
-    if (isBaseApplication(ctx.deps.state, application)) requireAdmin(ctx, 'Changing a Group of the base Application');
+    if (ctx.deps.state.isBaseApplication(application)) requireAdmin(ctx, 'Changing a Group of the base Application');
   },
 });

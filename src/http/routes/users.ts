@@ -17,7 +17,6 @@ import { listing, minimalRequested, pageRequest, pageResult, rendering } from '.
 import { streamPause } from '../pipeline.js';
 import type { Renderer } from '../render.js';
 import { deletedTrue, keyed, pathId, requireAdmin, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
-import { isBaseApplication } from './applications.js';
 
 function searchTerm(raw: string): string {
   let term: string;
@@ -56,17 +55,12 @@ function* streamedMatches(state: State, found: readonly string[], cursor: Search
   }
 }
 
-export function isBaseUser(state: State, user: User): boolean {
-  const base = state.meta?.baseApplication;
-  return base !== undefined && user.applications.includes(base);
-}
-
 /** A manager changes end users; a User of the base Application (a caller of this API) and any roles are an admin's to change. */
 export function guardUserChange(ctx: RouteContext<unknown>, user: User | undefined, input?: { applications?: string[]; roles?: unknown }): void {
   const { state } = ctx.deps;
   if (input?.roles !== undefined) requireAdmin(ctx, 'Setting roles');
-  if (user !== undefined && isBaseUser(state, user)) requireAdmin(ctx, 'Changing a User of the base Application');
-  if (input?.applications?.some((id) => isBaseApplication(state, id)) === true) requireAdmin(ctx, 'Adding a User to the base Application');
+  if (user !== undefined && state.isBaseUser(user)) requireAdmin(ctx, 'Changing a User of the base Application');
+  if (input?.applications?.some((id) => state.isBaseApplication(id)) === true) requireAdmin(ctx, 'Adding a User to the base Application');
 }
 
 const tag = 'Users';
