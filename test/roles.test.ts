@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { baseApplicationId, createApikey, createApplication, createUser, defaultUserPassword, getAdmin } from './helpers/http-fixtures.js';
+import { fails, failsOnField, ok } from './helpers/http-shapes.js';
 import { startServer, type Api, type HttpResult, type ServerProcess } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -23,14 +24,6 @@ after(async () => {
 
 type Json = Record<string, unknown>;
 
-function errorCode(res: HttpResult): string | undefined {
-  return ((res.json as { service: { error?: { code: string } } }).service.error)?.code;
-}
-
-function result(res: HttpResult): Json {
-  return (res.json as { service: { result: Json } }).service.result;
-}
-
 /** A base-Application User with these roles, and an Api that calls as it (by password). */
 async function caller(roles: string[] | undefined): Promise<{ id: string; as: Api; email: string }> {
   const user = await createUser(api, [base], roles === undefined ? {} : { roles });
@@ -48,11 +41,11 @@ test('a key limited to authenticator gets 200 from POST /authenticate and 403 fr
   const user = await createUser(api, [app]);
   const auth = await key.as.post('/authenticate', { type: 'username', application: app, credential: { username: user.email, password: defaultUserPassword } });
   assert.equal(auth.status, 200);
-  assert.equal(result(auth)['authenticated'], true);
+  assert.equal(ok(auth)['authenticated'], true);
   const before = (await server.auditLines()).length;
   const list = await key.as.get('/users');
   assert.equal(list.status, 403);
-  assert.equal(errorCode(list), 'forbidden');
+  fails(list, 403, 'forbidden');
   assert.equal((await key.as.post('/applications/application', { name: 'not allowed' })).status, 403);
   const lines = (await server.auditLines()).slice(before).filter((l) => l['outcome'] === 'forbidden');
   assert.deepEqual(lines.map((l) => [l['audit'], l['caller'], l['reason']]), [
@@ -82,7 +75,7 @@ test('a manager manages end users and Applications, not base-Application Users, 
   assert.equal(created.status, 200);
   const end = await manager.as.post('/users/user', { email: 'managed-end@example.com', password: defaultUserPassword, applications: [app] });
   assert.equal(end.status, 200);
-  const endId = (result(end)['user'] as Json)['id'] as string;
+  const endId = (ok(end)['user'] as Json)['id'] as string;
   assert.equal((await manager.as.put(`/users/user/${endId}`, { name: 'renamed' })).status, 200);
   assert.equal((await manager.as.post(`/users/user/${endId}/apikey`, { name: 'k' })).status, 200);
 
@@ -99,7 +92,7 @@ test('a manager manages end users and Applications, not base-Application Users, 
   for (const [what, pending] of refusals) {
     const res = await pending;
     assert.equal(res.status, 403, what);
-    assert.equal(errorCode(res), 'forbidden', what);
+    fails(res, 403, 'forbidden');
   }
   assert.equal((await api.client.users.search('managed-admin@example.com')()).length, 0);
   assert.equal((await getAdmin(api)).name, 'Administrator');
@@ -113,7 +106,7 @@ test('roles are in the User representation of base Users, and only an admin writ
   assert.equal((await api.client.users.get(end.id)).roles, undefined, 'an end user has none');
   const res = await api.put(`/users/user/${plain.id}`, { roles: ['auditor', 'authenticator'] });
   assert.equal(res.status, 200);
-  assert.deepEqual((result(res)['user'] as Json)['roles'], ['auditor', 'authenticator']);
+  assert.deepEqual((ok(res)['user'] as Json)['roles'], ['auditor', 'authenticator']);
   assert.equal((await plain.as.get('/users')).status, 200);
   assert.equal((await plain.as.post('/applications/application', { name: 'x' })).status, 403);
   const bad = await api.put(`/users/user/${plain.id}`, { roles: ['root'] });
@@ -124,7 +117,7 @@ test('a key\'s roles are within its owner\'s, and intersect with them at every c
   const owner = await caller(['manager', 'auditor']);
   const tooMuch = await api.post(`/users/user/${owner.id}/apikey`, { roles: ['admin'] });
   assert.equal(tooMuch.status, 400);
-  assert.equal(errorCode(tooMuch), 'invalid_field');
+  failsOnField(tooMuch, 'roles');
   const key = await keyCaller(owner.id, ['manager']);
   assert.deepEqual((await api.client.apikeys.get(owner.id, key.id)).roles, ['manager']);
   assert.equal((await key.as.post('/applications/application', { name: 'by key' })).status, 200);
@@ -154,7 +147,7 @@ test('the last admin can neither lose the role nor be disabled', async () => {
   }
   const demote = await api.put(`/users/user/${admin.id}`, { roles: ['manager'] });
   assert.equal(demote.status, 409);
-  assert.equal(errorCode(demote), 'last_admin');
+  fails(demote, 409, 'last_admin');
   assert.equal((await api.put(`/users/user/${admin.id}`, { status: 'DISABLED' })).status, 409);
   const next = await caller(['admin']);
   assert.equal((await api.put(`/users/user/${admin.id}`, { roles: ['manager'] })).status, 200, 'with another admin it may');

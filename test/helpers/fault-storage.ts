@@ -264,6 +264,11 @@ export class PowerLossStorage implements Storage {
 
   async create(path: string): Promise<WritableFile> {
     await this.gate('create', path);
+    return this.writable(path, this.emptied(path));
+  }
+
+  /** The file at path, made if missing, else cut to nothing (O_CREAT | O_TRUNC). */
+  private emptied(path: string): Inode {
     const { dir, name } = this.parts(path);
     let inode = dir.entries.get(name);
     if (inode === undefined) {
@@ -272,7 +277,7 @@ export class PowerLossStorage implements Storage {
     } else {
       inode.truncate(0);
     }
-    return this.writable(path, inode);
+    return inode;
   }
 
   /** One holder per path within this storage (one simulated process); a crash image starts with none held. */
@@ -281,14 +286,7 @@ export class PowerLossStorage implements Storage {
     const full = posix.resolve(path);
     if (this.locked.has(full)) return undefined;
     this.locked.add(full);
-    const { dir, name } = this.parts(path);
-    let inode = dir.entries.get(name);
-    if (inode === undefined) {
-      inode = new Inode();
-      this.link(path, inode);
-    } else {
-      inode.truncate(0);
-    }
+    const inode = this.emptied(path);
     inode.write(0, info);
     return { path, release: () => Promise.resolve(void this.locked.delete(full)) };
   }
