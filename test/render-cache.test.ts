@@ -48,3 +48,27 @@ test('a new value under a kept key replaces it and its charge; delete gives its 
   assert.equal(cache.bytes, 0);
   assert.equal(cache.size, 0);
 });
+
+test('deleted entries leave the eviction order: the oldest live entry goes next, and the order stays bounded', () => {
+  const cache = new RenderCache<string, Entry>(10_000, 3_000);
+  for (let i = 0; i < 5; i++) cache.keep(`k${i}`, { bytes: 1_000 });
+  cache.delete('k0');
+  cache.delete('k1');
+  // 3 live entries (3,768 bytes): six more of 1,000 pass the bound, and k2, the oldest still kept, goes first.
+  for (let i = 5; i < 11; i++) cache.keep(`k${i}`, { bytes: 1_000 });
+  assert.equal(cache.get('k2'), undefined);
+  assert.ok(cache.get('k3') !== undefined || cache.get('k4') !== undefined);
+  assert.ok(cache.get('k10') !== undefined);
+  assert.ok(cache.bytes <= 10_000);
+  // Many keeps and deletes with no eviction between them: what is held stays what the entries say.
+  for (let i = 0; i < 100_000; i++) {
+    cache.keep(`churn${i}`, { bytes: 10 });
+    cache.delete(`churn${i}`);
+  }
+  const live = cache.size;
+  let counted = 0;
+  for (let i = 0; i <= 10; i++) if (cache.get(`k${i}`) !== undefined) counted++;
+  assert.equal(live, counted);
+  const order = (cache as unknown as { order: unknown[]; head: number });
+  assert.ok(order.order.length - order.head <= 2 * live + 64, `the order holds ${order.order.length - order.head} slots for ${live} entries`);
+});

@@ -25,6 +25,7 @@ import type { User } from '../domain/entities.js';
 import { KeyedHash } from './keyed-hash.js';
 import type { Ticket } from './limiter.js';
 import { RecencyMap } from './recency-map.js';
+import { Sightings } from './sightings.js';
 
 /** What a full check that passed leaves behind, for a repeat to be judged against. */
 export interface KnownCaller {
@@ -41,9 +42,8 @@ export class KnownCallers<E extends KnownCaller = KnownCaller> {
   readonly #keyed = KeyedHash.withRandomKey();
   /** By keyed hash of (peer, header or body), oldest remembered first. */
   readonly #entries = new RecencyMap<{ readonly entry: E; readonly expiresAtMs: number }>();
-  /** One bit per keyed hash seen once (repeated()), and how many are set. */
-  readonly #sightings = new Uint8Array(knownSightingBits / 8);
-  #sightingsMarked = 0;
+  /** One bit per keyed hash seen once (repeated()). */
+  readonly #sightings = new Sightings(knownSightingBits, knownSightingsMax);
   /**
    * The last keys made, with what they were made of: a request's key is asked for again when its success is
    * remembered, and a caller's header by every request it sends. Bodies are never written after they arrive,
@@ -106,17 +106,7 @@ export class KnownCallers<E extends KnownCaller = KnownCaller> {
    */
   repeated(key: string): boolean {
     // The key is a keyed hash as latin1 text: any three of its bytes are uniformly spread.
-    const bit = (key.charCodeAt(0) | (key.charCodeAt(1) << 8) | (key.charCodeAt(2) << 16)) & (knownSightingBits - 1);
-    const mask = 1 << (bit & 7);
-    const byte = this.#sightings[bit >> 3]!;
-    if ((byte & mask) !== 0) return true;
-    if (this.#sightingsMarked >= knownSightingsMax) {
-      this.#sightings.fill(0);
-      this.#sightingsMarked = 0;
-    }
-    this.#sightings[bit >> 3]! |= mask;
-    this.#sightingsMarked++;
-    return false;
+    return this.#sightings.repeated(key.charCodeAt(0) | (key.charCodeAt(1) << 8) | (key.charCodeAt(2) << 16));
   }
 
   /** The unexpired entry under key; an expired one is dropped. */

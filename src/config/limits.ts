@@ -158,10 +158,16 @@ export const snapshotsKept = 2;
 
 // Rendering and answer sizes (src/http/render.ts, src/http/render-cache.ts, src/http/paging.ts)
 /**
- * User renderings kept ready as UTF-8 (GET of a User, POST /authenticate), overhead included: the hot Users are
+ * User renderings kept ready (GET of a User, POST /authenticate), overhead included: the hot Users are
  * authenticated and fetched again and again. A typical one is 1-3 KB, so this keeps some ten thousand.
  */
 export const renderCacheBytesMax = 32 * 1024 * 1024;
+/**
+ * Users rendered once are marked in a bit table of this many bits (by id); a rendering is kept from the second on.
+ * Wiped once it holds renderSightingsMax marks, which keeps false repeats near 1 in 8.
+ */
+export const renderSightingBits = 1 << 20;
+export const renderSightingsMax = renderSightingBits / 8;
 /** A rendering larger than this is never kept: it would push out hundreds of others (a User in many Applications with large custom_data). */
 export const renderCacheEntryBytesMax = 256 * 1024;
 /**

@@ -24,17 +24,16 @@ export interface HttpRequest {
 /**
  * A body's text, whole or in pieces that are sent one after another. Pieces are encoded one by one, never
  * joined first: joining a large cached piece (a rendered User) with its envelope would copy it into a new
- * string on every reply. A piece may be UTF-8 already (a rendering kept as bytes, Renderer.userFullBytes):
- * it is copied, not encoded.
+ * string on every reply.
  */
-export type BodyPiece = string | Uint8Array;
+export type BodyPiece = string;
 export type BodyText = string | readonly BodyPiece[];
 
 /** The text of a body as one string (for tests and the rare reply that is too long for the encode buffer). */
 export function joined(text: BodyText): string {
   if (typeof text === 'string') return text;
   let out = '';
-  for (const piece of text) out += typeof piece === 'string' ? piece : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength).toString('utf8');
+  for (const piece of text) out += piece;
   return out;
 }
 

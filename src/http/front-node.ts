@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
 import {
-  addressFromText, drainsRefusedBody, refusal, RequestTracker, statusLine,
+  addressFromText, drainsRefusedBody, joined, refusal, RequestTracker, statusLine,
   type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer, type StreamSink,
 } from './adapter.js';
 
@@ -12,8 +12,7 @@ const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
 /** Each reply's own bytes: node:http may still hold a body it was handed after end() returns, so no buffer is reused. */
 function bodyBytes(body: BodyText): Buffer {
-  if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  return Buffer.concat(body.map((piece) => (typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece)));
+  return Buffer.from(joined(body), 'utf8');
 }
 
 /** A streamed body's way out through node:http; the pump checks for an aborted request itself. */

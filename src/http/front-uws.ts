@@ -29,16 +29,10 @@ function encodedBody(body: BodyText): string | Buffer {
   if (typeof body === 'string') return body.length * 3 > replyEncodeBytesMax ? body : replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
   // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
   let bytesMax = 0;
-  for (const piece of body) bytesMax += typeof piece === 'string' ? piece.length * 3 : piece.byteLength;
+  for (const piece of body) bytesMax += piece.length * 3;
   if (bytesMax > replyEncodeBytesMax) return joined(body);
   let end = 0;
-  for (const piece of body) {
-    if (typeof piece === 'string') end += replyScratch.write(piece, end, 'utf8');
-    else {
-      replyScratch.set(piece, end);
-      end += piece.byteLength;
-    }
-  }
+  for (const piece of body) end += replyScratch.write(piece, end, 'utf8');
   return replyScratch.subarray(0, end);
 }
 

@@ -1,36 +1,30 @@
 // Explicit public representations: every field that leaves the process is chosen here; hashes and nonces cannot leak.
 
-import { renderCacheBytesMax, renderCacheEntryBytesMax } from '../config/limits.js';
+import { renderCacheBytesMax, renderCacheEntryBytesMax, renderSightingBits, renderSightingsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
 import { defaultRoles } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
+import { Sightings, textHash } from '../auth/sightings.js';
 import type { State } from '../store/state.js';
 import { RenderCache } from './render-cache.js';
 
 /**
- * The kept renderings of one User, as UTF-8. Entities are immutable, so a rendering kept against the User object
- * itself is invalidated by any change to the User; `deps` are the Applications, Groups and Organization it showed.
+ * The kept renderings of one User. Entities are immutable, so a rendering kept against the User object itself
+ * is invalidated by any change to the User; `deps` are the Applications, Groups and Organization it showed.
  * checkedAt: the State's catalogVersion when deps were last found current; while it has not moved, they still
  * are, and a hit asks nothing else (no lookup per Application, Group and Organization per reply).
+ * Kept as strings: the front end encodes a reply into one reused buffer, which costs less than a buffer of
+ * its own per rendering (an allocation outside the heap, and its release).
  */
 interface KeptUser {
   /** GET of a User. */
-  full: Buffer | undefined;
+  full: string | undefined;
   /** POST /authenticate. */
-  authenticated: Buffer | undefined;
+  authenticated: string | undefined;
+  /** UTF-16 units held: one byte each in the usual one-byte strings, two in the others. */
   bytes: number;
   readonly deps: readonly unknown[];
   checkedAt: number;
-}
-
-/**
- * UTF-8 in a buffer of its own: Buffer.from would cut a short one from a shared 8 KiB pool slab, which a kept
- * rendering would then keep alive whole, beyond what the cache counts.
- */
-function ownBytes(json: string): Buffer {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json, 'utf8'));
-  bytes.write(json, 0, 'utf8');
-  return bytes;
 }
 
 export class Renderer {
@@ -42,6 +36,8 @@ export class Renderer {
   private readonly groupJson = new WeakMap<Group, string>();
   /** Bounded by bytes (renderCacheBytesMax): a User's full rendering embeds the custom_data of all its memberships. */
   private readonly keptUsers = new RenderCache<User, KeptUser>(renderCacheBytesMax, renderCacheEntryBytesMax);
+  /** Users rendered once, by id: a rendering is kept from a User's second one on, so one-off reads of many Users churn nothing. */
+  private readonly renderedOnce = new Sightings(renderSightingBits, renderSightingsMax);
 
   constructor(private readonly publicUrl: string, private readonly state: State) {}
 
@@ -177,45 +173,51 @@ export class Renderer {
     return `${this.userHead(user)},"organization":${this.organizationBrief(user)},${this.userTail(user)}`;
   }
 
-  /** userFull as UTF-8, kept: GET of a User is answered again and again (a copy instead of a rendering and an encoding). */
-  userFullBytes(user: User): Buffer {
-    return this.keptBytes(user, 'full', this.userFull);
+  /** userFull, kept once asked again: GET of a User is answered again and again. */
+  userFullKept(user: User): string {
+    return this.keptText(user, 'full', this.userFull);
   }
 
-  /** userAuthenticated as UTF-8, kept: the hot path of a recognised authentication copies it and encodes nothing. */
-  userAuthenticatedBytes(user: User): Buffer {
-    return this.keptBytes(user, 'authenticated', this.userAuthenticated);
+  /** userAuthenticated, kept once asked again: the hot path of a recognised authentication renders nothing. */
+  userAuthenticatedKept(user: User): string {
+    return this.keptText(user, 'authenticated', this.userAuthenticated);
   }
 
-  /** One rendering of a User as kept UTF-8: made on first ask, counted against the cache's bytes. render is a method, so a hit allocates nothing. */
-  private keptBytes(user: User, slot: 'full' | 'authenticated', render: (this: Renderer, user: User) => string): Buffer {
-    const kept = this.kept(user);
-    const have = kept[slot];
+  /** One rendering of a User, kept from its second ask on and counted against the cache's bytes. render is a method, so a hit allocates nothing. */
+  private keptText(user: User, slot: 'full' | 'authenticated', render: (this: Renderer, user: User) => string): string {
+    const held = this.current(user);
+    const have = held?.[slot];
     if (have !== undefined) return have;
-    const bytes = ownBytes(render.call(this, user));
-    kept[slot] = bytes;
-    kept.bytes += bytes.length;
+    const text = render.call(this, user);
+    if (held === undefined && !this.renderedOnce.repeated(textHash(user.id))) return text;
+    const kept = held ?? this.keptEntry(user);
+    kept[slot] = text;
+    kept.bytes += text.length;
     this.keptUsers.keep(user, kept);
-    return bytes;
+    return text;
   }
 
-  /** The kept renderings of this User if what they show is still current, else a new empty entry (kept once it holds one). */
-  private kept(user: User): KeptUser {
+  /** The kept renderings of this User if what they show is still current; stale ones are dropped. */
+  private current(user: User): KeptUser | undefined {
     const kept = this.keptUsers.get(user);
+    if (kept === undefined) return undefined;
     const version = this.state.catalogVersion;
-    if (kept !== undefined) {
-      if (kept.checkedAt === version) return kept;
-      if (this.depsCurrent(user, kept.deps)) {
-        kept.checkedAt = version;
-        return kept;
-      }
-      this.keptUsers.delete(user);
+    if (kept.checkedAt === version) return kept;
+    if (this.depsCurrent(user, kept.deps)) {
+      kept.checkedAt = version;
+      return kept;
     }
+    this.keptUsers.delete(user);
+    return undefined;
+  }
+
+  /** A new empty entry for this User, with what its renderings will show. */
+  private keptEntry(user: User): KeptUser {
     const deps: unknown[] = [];
     for (const id of user.applications) deps.push(this.state.application(id));
     for (const id of user.groups) deps.push(this.state.group(id));
     deps.push(this.state.organization(user.organization));
-    return { full: undefined, authenticated: undefined, bytes: 0, deps, checkedAt: version };
+    return { full: undefined, authenticated: undefined, bytes: 0, deps, checkedAt: this.state.catalogVersion };
   }
 
   /** Whether the Applications, Groups and Organization a kept rendering used are still the current objects (no allocation: a hit is the hot path). */

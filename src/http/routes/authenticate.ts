@@ -12,7 +12,7 @@ const notAuthenticated = '{"authenticated":false}';
 
 function succeeded({ renderer, metrics }: RouteDeps, user: User, type: CredentialType): RouteResult {
   metrics.authenticated(type, true);
-  return { result: ['{"authenticated":true,"user":', renderer.userAuthenticatedBytes(user), '}'] };
+  return { result: ['{"authenticated":true,"user":', renderer.userAuthenticatedKept(user), '}'] };
 }
 
 export const authenticateRoutes: readonly RouteDecl[] = [

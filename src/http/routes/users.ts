@@ -122,7 +122,7 @@ export const userRoutes: readonly RouteDecl[] = [
   route({
     method: 'GET', pattern: '/users/user/:userid', operationId: 'getUser', tag, summary: 'Read a User',
     access: 'read', audit: 'none', result: one('user', ref('User')),
-    handler: ({ params, deps: { state, renderer } }) => ({ result: keyed('user', renderer.userFullBytes(decide.mustUser(state, pathId(params, 'userid')))) }),
+    handler: ({ params, deps: { state, renderer } }) => ({ result: keyed('user', renderer.userFullKept(decide.mustUser(state, pathId(params, 'userid')))) }),
   }),
   route({
     method: 'PUT', pattern: '/users/user/:userid', operationId: 'updateUser', tag, summary: 'Update a User',

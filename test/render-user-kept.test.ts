@@ -1,4 +1,4 @@
-// A User's renderings kept as bytes (GET of a User, POST /authenticate) say what the listing's text says, non-ASCII included, and follow every change to the User, its Applications, Groups and Organization.
+// A User's kept renderings (GET of a User, POST /authenticate) say what the listing's text says, non-ASCII included, and follow every change to the User, its Applications, Groups and Organization.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
