@@ -30,8 +30,9 @@ export interface GenRequest {
 export type GenLoadResult = LoadResult & { readonly cpu: CpuShare };
 
 /**
- * The wrk script: reads length-prefixed raw requests at init, hands them out in turn (each thread from its
- * own offset), and prints one JSON line of totals and latency (microseconds) when done.
+ * The wrk script: reads length-prefixed raw requests at init, hands them out in turn from a start given as a
+ * fraction of the file (each thread from its own offset past it), and prints one JSON line of totals and
+ * latency (microseconds) when done.
  */
 const luaScript = `
 local requests = {}
@@ -54,7 +55,7 @@ function init(args)
     requests[count] = string.sub(data, nl + 1, nl + len)
     pos = nl + 1 + len
   end
-  at = ((offset or 0) * 7919) % count
+  at = (math.floor(count * (tonumber(args[2]) or 0)) + (offset or 0) * 7919) % count
 end
 function request()
   at = at + 1
@@ -108,7 +109,8 @@ export function ensureWrk(log: (line: string) => void): boolean {
 export interface Generator {
   /** Writes the requests once; the returned name is what run() takes. */
   prepare(name: string, requests: readonly GenRequest[]): string;
-  run(file: string, port: number, serverPid: number, connections: number, durationS: number): Promise<GenLoadResult>;
+  /** startAt: where in the file to begin, as a fraction of it (a warm-up and the measured run that follows begin apart). */
+  run(file: string, port: number, serverPid: number, connections: number, durationS: number, startAt: number): Promise<GenLoadResult>;
   readonly kind: string;
 }
 
@@ -140,9 +142,9 @@ export function wrkGenerator(dir: string): Generator {
       writeFileSync(file, Buffer.concat(requests.map(rawRequest)));
       return file;
     },
-    run(file, port, serverPid, connections, durationS) {
+    run(file, port, serverPid, connections, durationS, startAt) {
       const args = ['-t', String(wrkThreads), '-c', String(connections), '-d', `${durationS}s`, '--timeout', `${wrkTimeoutS}s`,
-        '-s', script, `http://127.0.0.1:${port}`, '--', file];
+        '-s', script, `http://127.0.0.1:${port}`, '--', file, String(startAt)];
       // The shell waits for wrk, so its own cutime/cstime then hold exactly wrk's CPU, read before the shell exits.
       const child = spawn('sh', ['-c', 'wrk "$@"; rc=$?; echo; echo "SHELL_STAT $(cat /proc/$$/stat)"; exit $rc', 'sh', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       const serverBefore = procCpuSeconds(serverPid);
@@ -182,8 +184,10 @@ export function autocannonGenerator(): Generator {
       prepared.set(name, requests);
       return name;
     },
-    async run(name, port, serverPid, connections, durationS) {
-      const requests = prepared.get(name) ?? [];
+    async run(name, port, serverPid, connections, durationS, startAt) {
+      const all = prepared.get(name) ?? [];
+      const from = Math.floor(all.length * startAt);
+      const requests = [...all.slice(from), ...all.slice(0, from)];
       const serverBefore = procCpuSeconds(serverPid);
       const selfBefore = process.cpuUsage();
       const startedMs = performance.now();
