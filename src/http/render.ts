@@ -27,6 +27,21 @@ interface KeptUser {
   checkedAt: number;
 }
 
+/** The rendering kept for `key`, made by `make` on first ask: entities are immutable, so a new version is a new key. */
+function memo<K extends object>(kept: WeakMap<K, string>, key: K, make: (key: K) => string): string {
+  let json = kept.get(key);
+  if (json === undefined) {
+    json = make(key);
+    kept.set(key, json);
+  }
+  return json;
+}
+
+const applicationBrief = (a: Application): string => JSON.stringify({ id: a.id, name: a.name, status: a.status });
+const groupBrief = (g: Group): string => JSON.stringify({ id: g.id, name: g.name, status: g.status, application: g.application });
+const organizationIdName = (o: Organization): string => JSON.stringify({ id: o.id, name: o.name });
+const organizationWithData = (o: Organization): string => JSON.stringify({ id: o.id, name: o.name, custom_data: o.customData });
+
 export class Renderer {
   /**
    * One string per live Application and Group, dropped with it: bounded by what the State holds itself (about
@@ -34,6 +49,11 @@ export class Renderer {
    */
   private readonly applicationJson = new WeakMap<Application, string>();
   private readonly groupJson = new WeakMap<Group, string>();
+  /** The same for the briefs a User's renderings embed: id, name and status (a Group's with its Application; an Organization's full brief with its custom_data). */
+  private readonly applicationBriefJson = new WeakMap<Application, string>();
+  private readonly groupBriefJson = new WeakMap<Group, string>();
+  private readonly organizationBriefJson = new WeakMap<Organization, string>();
+  private readonly organizationIdNameJson = new WeakMap<Organization, string>();
   /** Bounded by bytes (renderCacheBytesMax): a User's full rendering embeds the custom_data of all its memberships. */
   private readonly keptUsers = new RenderCache<User, KeptUser>(renderCacheBytesMax, renderCacheEntryBytesMax);
   /** Users rendered once, by id: a rendering is kept from a User's second one on, so one-off reads of many Users churn nothing. */
@@ -53,29 +73,19 @@ export class Renderer {
   organizationHref(id: string): string { return `${this.publicUrl}/organizations/organization/${id}`; }
 
   application(app: Application): string {
-    let json = this.applicationJson.get(app);
-    if (json === undefined) {
-      json = JSON.stringify({
-        id: app.id, name: app.name, description: app.description, custom_data: app.customData, status: app.status,
-        href: this.applicationHref(app.id),
-        created_at: formatTimestamp(app.createdAt), modified_at: formatTimestamp(app.modifiedAt),
-      });
-      this.applicationJson.set(app, json);
-    }
-    return json;
+    return memo(this.applicationJson, app, (a) => JSON.stringify({
+      id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status,
+      href: this.applicationHref(a.id),
+      created_at: formatTimestamp(a.createdAt), modified_at: formatTimestamp(a.modifiedAt),
+    }));
   }
 
   group(group: Group): string {
-    let json = this.groupJson.get(group);
-    if (json === undefined) {
-      json = JSON.stringify({
-        id: group.id, name: group.name, description: group.description, custom_data: group.customData,
-        status: group.status, application: group.application, href: this.groupHref(group.id),
-        created_at: formatTimestamp(group.createdAt), modified_at: formatTimestamp(group.modifiedAt),
-      });
-      this.groupJson.set(group, json);
-    }
-    return json;
+    return memo(this.groupJson, group, (g) => JSON.stringify({
+      id: g.id, name: g.name, description: g.description, custom_data: g.customData,
+      status: g.status, application: g.application, href: this.groupHref(g.id),
+      created_at: formatTimestamp(g.createdAt), modified_at: formatTimestamp(g.modifiedAt),
+    }));
   }
 
   organization(org: Organization): string {
@@ -97,21 +107,18 @@ export class Renderer {
     return JSON.stringify(out);
   }
 
+  /** The fields every rendering of a User starts with, up to its custom_data, without the closing brace. */
   private userHead(user: User): string {
-    return JSON.stringify({
-      id: user.id, username: user.email, email: user.email, name: user.name, status: user.status,
-      custom_data: user.customData,
-    }).slice(0, -1);
+    const email = JSON.stringify(user.email);
+    return `{"id":${JSON.stringify(user.id)},"username":${email},"email":${email},"name":${JSON.stringify(user.name)}` +
+      `,"status":${JSON.stringify(user.status)},"custom_data":${JSON.stringify(user.customData ?? null)}`;
   }
 
   /** `roles` only on Users of the base Application, the only ones they apply to (admin until narrowed). */
   private userTail(user: User): string {
-    const roles = this.state.isBaseUser(user) ? user.roles ?? defaultRoles : undefined;
-    return JSON.stringify({
-      roles,
-      href: this.userHref(user.id),
-      created_at: formatTimestamp(user.createdAt), modified_at: formatTimestamp(user.modifiedAt),
-    }).slice(1);
+    const roles = this.state.isBaseUser(user) ? `"roles":${JSON.stringify(user.roles ?? defaultRoles)},` : '';
+    return `${roles}"href":${JSON.stringify(this.userHref(user.id))}` +
+      `,"created_at":"${formatTimestamp(user.createdAt)}","modified_at":"${formatTimestamp(user.modifiedAt)}"}`;
   }
 
   private apikeys(user: User): string {
@@ -120,7 +127,7 @@ export class Renderer {
 
   private organizationBrief(user: User): string {
     const org = this.state.organization(user.organization);
-    return org === undefined ? 'null' : JSON.stringify({ id: org.id, name: org.name, custom_data: org.customData });
+    return org === undefined ? 'null' : memo(this.organizationBriefJson, org, organizationWithData);
   }
 
   private applicationsOf(user: User): Application[] {
@@ -161,11 +168,26 @@ export class Renderer {
    */
   userAuthenticated(user: User): string {
     const org = this.state.organization(user.organization);
-    const apps = this.applicationsOf(user).map((a) => JSON.stringify({ id: a.id, name: a.name, status: a.status }));
-    const groups = this.groupsOf(user).map((g) => JSON.stringify({ id: g.id, name: g.name, status: g.status, application: g.application }));
-    const keys = user.apikeys.map((k) => JSON.stringify({ id: k.id, name: k.name, status: k.status }));
-    return `${this.userHead(user)},"organization":${org === undefined ? 'null' : JSON.stringify({ id: org.id, name: org.name })}` +
-      `,"applications":[${apps.join(',')}],"groups":[${groups.join(',')}],"apikeys":[${keys.join(',')}],${this.userTail(user)}`;
+    let out = `${this.userHead(user)},"organization":${org === undefined ? 'null' : memo(this.organizationIdNameJson, org, organizationIdName)}`;
+    out += ',"applications":[';
+    let first = true;
+    for (const app of this.applicationsOf(user)) {
+      out += `${first ? '' : ','}${memo(this.applicationBriefJson, app, applicationBrief)}`;
+      first = false;
+    }
+    out += '],"groups":[';
+    first = true;
+    for (const group of this.groupsOf(user)) {
+      out += `${first ? '' : ','}${memo(this.groupBriefJson, group, groupBrief)}`;
+      first = false;
+    }
+    out += '],"apikeys":[';
+    first = true;
+    for (const k of user.apikeys) {
+      out += `${first ? '' : ','}{"id":${JSON.stringify(k.id)},"name":${JSON.stringify(k.name)},"status":${JSON.stringify(k.status)}}`;
+      first = false;
+    }
+    return `${out}],${this.userTail(user)}`;
   }
 
   /** `?minimal=1` of GET /users and searches: the full representation without applications, groups and API Keys. */
