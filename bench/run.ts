@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table, writes bench/results/latest-<front end>.json.
+// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table and a summary of targets, writes bench/results/latest-<front end>.json and .html.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
@@ -18,9 +18,10 @@ import {
   distPath, freePort, procCpuSeconds, procStatusBytes, removeOnExit, runToCompletion, startChild, waitHealthy, type Child,
 } from './lib/processes.js';
 import {
-  besideList, describeCpu, frontEndName, judgeRatios, machine, mb, microTable, ms, scenarioTable, writeReport,
+  besideList, describeCpu, frontEndName, judgeRatios, machine, mb, microTable, ms, scenarioTable, targetSummary, writeReport,
   type BenchReport, type FrontEndKind, type FrontEndUsed, type MicroReport, type ScenarioResult,
 } from './lib/report.js';
+import { htmlPathBeside, writeHtmlReport } from './lib/html-report.js';
 import * as auth from './lib/auth-scenarios.js';
 import * as data from './lib/data-scenarios.js';
 import * as real from './lib/real-traffic.js';
@@ -44,6 +45,8 @@ const busyLoadAverage = 0.5;
 
 /** One file per front end, so that a run on one does not replace the other's results. */
 const resultsPath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`../../bench/results/latest-${frontEnd}.json`, import.meta.url));
+/** The page of a partial run (--only), which leaves latest-<front end>.json and its page as they were. */
+const partialPagePath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`../../bench/results/partial-${frontEnd}.html`, import.meta.url));
 
 const usage = 'npm run bench -- [--quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]' +
   ` (the production-like rows are A', B', D', F' and M: quote them, --only "A',B',D',F',M")`;
@@ -390,7 +393,11 @@ async function main(): Promise<void> {
     scenarios: judged, micro,
   };
   const resultsFile = resultsPath(frontEnd.kind);
-  if (args.only.length === 0) writeReport(resultsFile, report);
+  const fullRun = args.only.length === 0;
+  // A partial run leaves latest-*.json as it was and draws its page apart, so latest-*.html always shows latest-*.json.
+  const pageFile = fullRun ? htmlPathBeside(resultsFile) : partialPagePath(frontEnd.kind);
+  if (fullRun) writeReport(resultsFile, report);
+  writeHtmlReport(pageFile, report);
 
   const out = [
     '',
@@ -404,7 +411,9 @@ async function main(): Promise<void> {
     '',
     microTable(micro),
     '',
-    args.only.length === 0 ? `took ${totalS.toFixed(0)} s; results in ${resultsFile}` : `took ${totalS.toFixed(0)} s; a partial run (--only), ${resultsFile} left as it was`,
+    ...targetSummary(judged),
+    fullRun ? `took ${totalS.toFixed(0)} s; results in ${resultsFile}, page ${pageFile}`
+      : `took ${totalS.toFixed(0)} s; a partial run (--only), ${resultsFile} left as it was; this run's page ${pageFile}`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
 }

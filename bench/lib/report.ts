@@ -1,4 +1,4 @@
-// What the benchmark reports: result types, number formatting, the one table, and bench/results/latest-<front end>.json.
+// What the benchmark reports: result types, number formatting, the tables, the summary of targets, and bench/results/latest-<front end>.json.
 
 import { cpus, availableParallelism, release, totalmem } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -191,6 +191,83 @@ export function microTable(micro: MicroReport): string {
   const header = ['micro benchmark', 'ops/s', 'per op', '±%'];
   const rows = micro.results.map((r) => [`${r.group}: ${r.name}`, formatOps(r.opsPerSec), formatUs(r.meanUs), r.marginPct.toFixed(1)]);
   return [header, header.map(() => '---'), ...rows].map((r) => `| ${r.map(cell).join(' | ')} |`).join('\n');
+}
+
+/** A CpuShare read back from a report's JSON (NaN is written as null there), or undefined if it is not one. */
+export function asCpuShare(value: unknown): CpuShare | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (typeof v['generator'] !== 'string') return undefined;
+  const share = (n: unknown): number => (typeof n === 'number' ? n : Number.NaN);
+  return { generator: v['generator'], generatorShare: share(v['generatorShare']), serverShare: share(v['serverShare']), ...(v['wholeScenario'] === true ? { wholeScenario: true } : {}) };
+}
+
+/** How a row came out: its target met or missed, no target (info), or no result at all (error). */
+export function outcome(row: ScenarioResult): 'met' | 'missed' | 'info' | 'error' {
+  if (row.extra['error'] !== undefined) return 'error';
+  return row.pass === null ? 'info' : row.pass ? 'met' : 'missed';
+}
+
+/**
+ * The latency bounds a target opens with, as "p50 <= 0.3 ms, p99 <= 2 ms" (F' and F): undefined when it
+ * does not open with one. Only the opening list counts, so that "... /health p99 < 5 ms" (C) is not taken
+ * for a bound on the row's own p99.
+ */
+export function latencyTargetsMs(target: string): { p50Ms?: number; p99Ms?: number } | undefined {
+  const bounds: { p50Ms?: number; p99Ms?: number } = {};
+  const bound = /^(?:,\s*)?p(50|99)\s*<=\s*(\d+(?:\.\d+)?)\s*ms\b/;
+  let rest = target.trim();
+  for (let m = bound.exec(rest); m !== null; m = bound.exec(rest)) {
+    bounds[m[1] === '50' ? 'p50Ms' : 'p99Ms'] = Number(m[2]);
+    rest = rest.slice(m[0].length);
+  }
+  return bounds.p50Ms === undefined && bounds.p99Ms === undefined ? undefined : bounds;
+}
+
+/** The verdict's first clause (up to a "; " outside parentheses), its asides dropped if it is still long. */
+function verdictHead(verdict: string, charsMax: number): string {
+  const text = verdict.replace(/^; /, '');
+  let depth = 0;
+  let end = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '(') depth++;
+    else if (c === ')') depth = Math.max(0, depth - 1);
+    else if (c === ';' && depth === 0) { end = i; break; }
+  }
+  let head = text.slice(0, end);
+  if (head.length > charsMax) head = head.replace(/\s*\([^()]*\)/g, '');
+  return head.length <= charsMax ? head : `${head.slice(0, charsMax - 3)}...`;
+}
+
+const valueColumn = (value: string): string => `${value.padEnd(28)}  `;
+
+/** One line per row with a target ("A'  0.23 x ceiling  (target >= 0.5)  MISSED by 0.27"), then "7 of 12 targets met". */
+export function targetSummary(rows: readonly ScenarioResult[]): string[] {
+  const judged = rows.filter((r) => r.pass !== null);
+  const idWidth = Math.max(0, ...judged.map((r) => r.id.length)) + 2;
+  const lines = judged.map((r) => {
+    const id = r.id.padEnd(idWidth);
+    if (outcome(r) === 'error') return `${id}ERROR: ${verdictHead(r.verdict.replace(/^ERROR: /, ''), 100)}`;
+    const word = r.pass === true ? 'MET' : 'MISSED';
+    const latency = latencyTargetsMs(r.target);
+    if (r.ratioMin !== undefined && r.ratio !== null) {
+      // A miss that rounds to 0.00 would read as none.
+      const short = r.ratioMin - r.ratio;
+      const by = r.pass === true ? '' : ` by ${short.toFixed(short < 0.005 ? 3 : 2)}`;
+      return `${id}${valueColumn(`${r.ratio.toFixed(2)} x ceiling`)}(target >= ${r.ratioMin})  ${word}${by}`;
+    }
+    if (latency !== undefined) {
+      const over = ([['p50', r.p50Ms, latency.p50Ms], ['p99', r.p99Ms, latency.p99Ms]] as const)
+        .filter(([, value, max]) => value !== null && max !== undefined && value > max)
+        .map(([name, value, max]) => `${name} by ${ms(value! - max!)} ms`);
+      const value = `p50 ${ms(r.p50Ms)} ms, p99 ${ms(r.p99Ms)} ms`;
+      return `${id}${valueColumn(value)}(target ${r.target})  ${word}${r.pass === true || over.length === 0 ? '' : ` ${over.join(', ')}`}`;
+    }
+    return `${id}${valueColumn(verdictHead(r.verdict, 60))}(target ${r.target})  ${word}`;
+  });
+  const met = judged.filter((r) => r.pass === true).length;
+  return [...lines, `${met} of ${judged.length} targets met`];
 }
 
 export function writeReport(path: string, report: BenchReport): void {
