@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { logBatchBytes, logFlushMs } from '../src/config/limits.js';
-import { Audit, type AuditEntry } from '../src/service/audit.js';
+import { Audit, authenticationTargets, type AuditEntry } from '../src/service/audit.js';
 import { fdOutput, LogWriter } from '../src/service/log-writer.js';
 
 function collector(): { writer: LogWriter; writes: string[]; lines(): Record<string, unknown>[] } {
@@ -55,26 +55,33 @@ test('an audit line reads back as the entry, whatever text its fields hold', asy
   }
 });
 
-test('a prepared entry, kept (as bytes) or not, writes the same line as the whole entry, for any caller', async () => {
+test("an authentication's line from its parts, kept (as bytes) or not, is the line of the whole entry, for any caller", async () => {
   const { writer, writes } = collector();
   const audit = new Audit(writer);
-  const entries: Omit<AuditEntry, 'caller'>[] = [
-    { action: 'authenticate', targets: { application: 'a1', user: 'u1', apikey: 'k1' }, outcome: 'success', address: '203.0.113.7', peer: '10.0.0.1' },
-    { action: 'authenticate', targets: { user: 'Zoë "q" \u2028 \u{1f511}' }, outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
-    { action: 'caller \u202e', targets: { lone: 'x\ud800y\udc00' }, outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
+  type Parts = { application?: string; user?: string; apikey?: string; outcome: string; reason?: string; address: string; peer?: string };
+  const cases: Parts[] = [
+    { application: 'a1', user: 'u1', apikey: 'k1', outcome: 'success', address: '203.0.113.7', peer: '10.0.0.1' },
+    { user: 'Zoë "q" \u2028 \u{1f511}', outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
+    { application: 'x\ud800y\udc00', apikey: 'K\u202e', outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
+    { outcome: 'locked', reason: 'locked_address', address: '198.51.100.2' },
   ];
-  for (const entry of entries) {
+  for (const c of cases) {
+    const targets: Record<string, string> = {};
+    if (c.application !== undefined) targets['application'] = c.application;
+    if (c.user !== undefined) targets['user'] = c.user;
+    if (c.apikey !== undefined) targets['apikey'] = c.apikey;
+    const text = authenticationTargets(c.application, c.user, c.apikey);
     for (const caller of [null, 'c1', 'bad "caller"\u2029']) {
-      audit.record({ ...entry, caller });
-      audit.recordPrepared(audit.prepare(entry), caller);
-      audit.recordPrepared(audit.prepare(entry, { caller }), caller);
+      audit.record({ action: 'authenticate', caller, targets, outcome: c.outcome, reason: c.reason, address: c.address, peer: c.peer });
+      audit.recordAuthentication(caller, text, c.outcome, c.reason, c.address, c.peer);
+      audit.recordPrepared(audit.prepareAuthentication(text, c.outcome, c.reason, c.address, c.peer, { caller }), caller);
       // Kept for another caller: written as text, with this one.
-      audit.recordPrepared(audit.prepare(entry, { caller: 'someone else' }), caller);
+      audit.recordPrepared(audit.prepareAuthentication(text, c.outcome, c.reason, c.address, c.peer, { caller: 'someone else' }), caller);
     }
   }
   await flushed();
   const got = writes.join('').split('\n').filter((l) => l !== '').map((l) => l.replace(/"time":[0-9]+/, ''));
-  assert.equal(got.length, entries.length * 12);
+  assert.equal(got.length, cases.length * 12);
   for (let i = 0; i < got.length; i += 4) {
     for (let j = 1; j < 4; j++) assert.equal(got[i + j], got[i]);
   }
@@ -84,7 +91,7 @@ test('a prepared entry, kept (as bytes) or not, writes the same line as the whol
 test('a kept line carries its own time, whatever its digits', async () => {
   const { writer, lines } = collector();
   const audit = new Audit(writer);
-  const prepared = audit.prepare({ action: 'authenticate', targets: { user: 'u1' }, outcome: 'success', address: '10.0.0.1' }, { caller: 'c1' });
+  const prepared = audit.prepareAuthentication(authenticationTargets(undefined, 'u1', undefined), 'success', undefined, '10.0.0.1', undefined, { caller: 'c1' });
   const times = [0, 7, 10, 99, 100, 1_000_000_000_000, 1_795_312_557_943, Number.MAX_SAFE_INTEGER];
   const realNow = Date.now;
   try {

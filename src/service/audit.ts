@@ -100,17 +100,25 @@ export class Audit {
   }
 
   /**
-   * An entry's line but for its time and caller, made once: for an outcome that is recorded again and again
-   * (a recognised authentication). `keptFor`: it will be, for this caller; all of the line after its time is
-   * then encoded once, and each line is its bytes and a time. Made as text on every line, it would be a
-   * large share of what a recognised authentication allocates, and encoding it a cost paid on every one.
+   * An authentication's line, from its parts: the hot path of POST /authenticate makes no entry or targets
+   * object for it. targets: authenticationTargets().
    */
-  prepare(entry: Omit<AuditEntry, 'caller'>, keptFor?: { readonly caller: string | null }): PreparedEntry {
-    const action = field(entry.action);
-    const rest = this.rest(entry);
-    if (keptFor === undefined) return { action, rest };
-    const tail = Buffer.from(`${this.serviceField}${action},"caller":${callerField(keptFor.caller)},${rest}`, 'utf8');
-    return { action, rest, encoded: { caller: keptFor.caller, tail } };
+  recordAuthentication(caller: string | null, targets: string, outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined): void {
+    if (this.sink !== undefined) this.write(authenticateAction, caller, restText(targets, outcome, address, reason, peer));
+  }
+
+  /**
+   * The same line but for its time and caller, made once: for an authentication that is recorded again and again
+   * (a recognised one), kept for this caller. All of the line after its time is encoded once, and each line is its
+   * bytes and a time. Made as text on every line, it would be a large share of what a recognised authentication
+   * allocates, and encoding it a cost paid on every one.
+   */
+  prepareAuthentication(
+    targets: string, outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined, keptFor: { readonly caller: string | null },
+  ): PreparedEntry {
+    const rest = restText(targets, outcome, address, reason, peer);
+    const tail = Buffer.from(`${this.serviceField}${authenticateAction},"caller":${callerField(keptFor.caller)},${rest}`, 'utf8');
+    return { action: authenticateAction, rest, encoded: { caller: keptFor.caller, tail } };
   }
 
   /** The line of a prepared entry, with this caller: the same text record() writes for the whole entry. */
@@ -131,14 +139,30 @@ export class Audit {
     this.sink!.write(`${lineStart}${Date.now()}${this.serviceField}${action},"caller":${callerField(caller)},${rest}`);
   }
 
-  /** What follows the caller: targets, outcome, address, reason, peer, and the line's end. */
-  private rest(entry: Omit<AuditEntry, 'caller'>): string {
+  /** What follows the caller. */
+  private rest(entry: AuditEntry): string {
     let targets = '';
     for (const key in entry.targets) targets += `${targets === '' ? '' : ','}${field(key)}:${field(entry.targets[key]!)}`;
-    const reason = entry.reason === undefined ? '' : `,"reason":${field(entry.reason)}`;
-    const peer = entry.peer === undefined || entry.peer === entry.address ? '' : `,"peer":${field(entry.peer)}`;
-    return `"targets":{${targets}},"outcome":${field(entry.outcome)},"address":${field(entry.address)}${reason}${peer},"msg":"audit"}\n`;
+    return restText(targets, entry.outcome, entry.address, entry.reason, entry.peer);
   }
+}
+
+/** What follows the caller: targets (`"kind":"id",...`), outcome, address, reason, peer, and the line's end. */
+function restText(targets: string, outcome: AuditOutcome, address: string, reason: string | undefined, peer: string | undefined): string {
+  const why = reason === undefined ? '' : `,"reason":${field(reason)}`;
+  const from = peer === undefined || peer === address ? '' : `,"peer":${field(peer)}`;
+  return `"targets":{${targets}},"outcome":${field(outcome)},"address":${field(address)}${why}${from},"msg":"audit"}\n`;
+}
+
+/** The action of an authentication's line, as a JSON string. */
+const authenticateAction = field('authenticate');
+
+/** An authentication's targets as recordAuthentication takes them: those it has, in this order. */
+export function authenticationTargets(applicationId: string | undefined, userId: string | undefined, apikeyId: string | undefined): string {
+  let targets = applicationId === undefined ? '' : `"application":${field(applicationId)}`;
+  if (userId !== undefined) targets += `${targets === '' ? '' : ','}"user":${field(userId)}`;
+  if (apikeyId !== undefined) targets += `${targets === '' ? '' : ','}"apikey":${field(apikeyId)}`;
+  return targets;
 }
 
 function callerField(caller: string | null): string {

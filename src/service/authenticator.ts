@@ -13,7 +13,7 @@ import type { ApiKey, Application, User } from '../domain/entities.js';
 import { isApikeyId } from '../domain/ids.js';
 import { rehashPassword } from '../store/decide.js';
 import type { State } from '../store/state.js';
-import { noAudit, type Audit, type PreparedEntry } from './audit.js';
+import { authenticationTargets, noAudit, type Audit, type PreparedEntry } from './audit.js';
 import type { Committer } from './committer.js';
 
 export type CredentialType = 'username' | 'apikey';
@@ -273,17 +273,16 @@ export class Authenticator {
     const user = why === undefined ? checked.user : undefined;
     const success = user !== undefined && application !== undefined && checked.ticket !== undefined;
     const slot = success ? this.attemptSlot(context) : undefined;
-    // Made once: written now, and for a success that is remembered, kept for its repeats (recognised()).
-    const line = this.guard.audit.prepare({
-      action: 'authenticate', targets: targetsOf(type, username, checked.userId, applicationId),
-      outcome: outcomeOf(user, checked), reason: why, address: context.address, peer: context.peer,
-    }, slot === undefined ? undefined : { caller: context.caller ?? null });
-    this.guard.audit.recordPrepared(line, context.caller ?? null);
+    const targets = authenticationTargets(applicationId, checked.userId, type === 'apikey' && isApikeyId(username) ? username : undefined);
+    const caller = context.caller ?? null;
     if (success && slot !== undefined) {
+      // Made once: written now, and kept for the repeats of this success (recognised()).
+      const line = this.guard.audit.prepareAuthentication(targets, 'success', why, context.address, context.peer, { caller });
+      this.guard.audit.recordPrepared(line, caller);
       this.knownAttempts.remember(slot.key, {
         user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line, caller: slot.caller.entry,
       }, slot.caller.expiresAtMs);
-    }
+    } else this.guard.audit.recordAuthentication(caller, targets, outcomeOf(user, checked), why, context.address, context.peer);
     return checked === shed ? overloaded : user;
   }
 
