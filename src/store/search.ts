@@ -119,6 +119,17 @@ function firstAtLeast(docs: Int32Array, from: number, end: number, target: numbe
   return lo;
 }
 
+/**
+ * firstAtLeast for the leapfrog of two lists of like sizes, where the target is mostly within a step or
+ * two: those are looked at one by one before galloping, which costs more than a comparison per step.
+ */
+function seek(docs: Int32Array, from: number, end: number, target: number): number {
+  if (from >= end || docs[from]! >= target) return from;
+  if (from + 1 >= end || docs[from + 1]! >= target) return from + 1;
+  if (from + 2 >= end || docs[from + 2]! >= target) return from + 2;
+  return firstAtLeast(docs, from + 3, end, target);
+}
+
 /** ASCII trigrams (exact 21-bit keys) in a flat array: the build does ~80 lookups per user, a Map costs several times more. */
 const asciiKeys = 1 << 21;
 
@@ -275,12 +286,26 @@ export class SearchCursor {
   private finished: boolean;
   /** The term's distinct trigram keys; undefined when it is too short for one and is scanned. */
   private readonly keys: number[] | undefined;
+  /** Where in the term each of keys first occurs. */
+  private readonly keyAt: number[] = [];
 
   private workTotal = 0;
 
   constructor(private readonly source: DocSource, private readonly termLower: string) {
     this.finished = termLower.length === 0 || termLower.includes(fieldSeparator);
-    this.keys = termLower.length < 3 ? undefined : [...trigramKeys(termLower)];
+    if (termLower.length < 3) {
+      this.keys = undefined;
+      return;
+    }
+    const seen = new Set<number>();
+    this.keys = [];
+    for (let i = 0; i + 3 <= termLower.length; i++) {
+      const key = trigramKey(termLower, i);
+      if (key === noTrigram || seen.has(key)) continue;
+      seen.add(key);
+      this.keys.push(key);
+      this.keyAt.push(i);
+    }
   }
 
   /** Units of work done by all steps so far, for a caller that shares one budget among several steps. */
@@ -319,69 +344,135 @@ export class SearchCursor {
    * overshoots makes its doc the next candidate, so the work follows the rarest list's length times log
    * of the gaps, not the length of any list. Only docs in every list are checked against their haystack
    * (stale postings, key collisions, trigram order), rather than every doc of the smallest list, which for a
-   * common trigram is thousands of haystacks to check for a few matches.
+   * common trigram is thousands of haystacks to check for a few matches. The other lists are probed in the
+   * order listsInOrder gives, each list that turns a candidate away moving up behind the rarest.
    * The lists are looked up again on every call (a few Map reads): one may have been created or have
    * grown since the last slice.
    */
   private intersect(out: string[], countMax: number, workMax: number, upTo: number): number {
-    const lists: Postings[] = [];
-    for (const key of this.keys!) {
-      const p = this.source.postings.get(key);
-      if (p === undefined || p.length === 0) {
-        // No indexed doc has this trigram, so none below upTo matches.
-        this.nextDoc = upTo;
-        return 1;
-      }
-      lists.push(p);
+    const lists = this.listsInOrder();
+    if (lists === undefined) {
+      // No indexed doc has one of the trigrams, so none below upTo matches.
+      this.nextDoc = upTo;
+      return 1;
     }
-    lists.sort((a, b) => a.length - b.length);
-    const rarest = lists[0]!;
+    const n = lists.length;
     const haystacks = this.source.haystackOfDoc;
     const term = this.termLower;
-    // Positions are found again from the start of each list: galloping gets there in log steps.
-    const cursors = new Int32Array(lists.length);
-    let i = firstAtLeast(rarest.docs, 0, rarest.length, this.nextDoc);
-    let work = lists.length;
-    // The hot path of every search: counting work per probe and writing this.nextDoc per candidate would
-    // slow it noticeably, hence a local `resume` and one count per candidate.
-    let resume = this.nextDoc;
+    const rarest = lists[0]!;
+    const docsA = rarest.docs;
+    const lengthA = rarest.length;
+    // Positions in the other lists, found again from their start on each call: galloping gets there in log steps.
+    const cursors = new Int32Array(n);
+    let i = firstAtLeast(docsA, 0, lengthA, this.nextDoc);
+    let work = n;
     // Postings hold only docs below indexedUpTo (= upTo), so no candidate lies beyond it.
-    while (i < rarest.length) {
-      const doc = rarest.docs[i]!;
-      let next = doc;
-      let j = 1;
-      for (; j < lists.length; j++) {
-        const p = lists[j]!;
-        const at = firstAtLeast(p.docs, cursors[j]!, p.length, doc);
-        if (at === p.length) {
-          next = upTo;
-          break;
+    while (i < lengthA) {
+      let doc = docsA[i]!;
+      if (n > 1) {
+        // The hot loop of a long term: the rarest list and the one behind it leapfrog to a doc they share.
+        // Every doc skipped is in neither both, so the search may resume at `doc` whenever it stops here.
+        const b = lists[1]!;
+        const docsB = b.docs;
+        const lengthB = b.length;
+        let j = cursors[1]!;
+        for (;;) {
+          j = seek(docsB, j, lengthB, doc);
+          if (j === lengthB) {
+            this.nextDoc = upTo;
+            return work + 1;
+          }
+          const other = docsB[j]!;
+          if (other === doc) break;
+          i = seek(docsA, i + 1, lengthA, other);
+          work += 2;
+          if (i === lengthA) {
+            this.nextDoc = upTo;
+            return work;
+          }
+          doc = docsA[i]!;
+          if (work >= workMax) {
+            this.nextDoc = doc;
+            return work;
+          }
         }
-        cursors[j] = at;
+        cursors[1] = j;
+      }
+      // A doc in the first two lists: the others are probed in turn, until one turns it away.
+      let next = doc + 1;
+      let k = Math.min(2, n);
+      for (; k < n; k++) {
+        const p = lists[k]!;
+        const at = firstAtLeast(p.docs, cursors[k]!, p.length, doc);
+        if (at === p.length) {
+          // An exhausted list has no doc from here on: nothing left to match.
+          this.nextDoc = upTo;
+          return work + k;
+        }
+        cursors[k] = at;
         if (p.docs[at] !== doc) {
           next = p.docs[at]!;
           break;
         }
       }
-      work += j;
-      if (next === doc) {
+      work += k;
+      if (k === n) {
         const haystack = haystacks[doc];
         if (haystack != null && haystack.includes(term)) out.push(this.source.userOfDoc[doc]!);
-        resume = doc + 1;
-        i++;
       } else {
-        // No doc in [doc, next) is in every list; an exhausted list has none from doc on.
-        if (next >= upTo) break;
-        resume = next;
-        i = firstAtLeast(rarest.docs, i + 1, rarest.length, next);
+        // The list that turned this candidate away moves up behind the rarest: the candidates that reach it
+        // are mostly alike (the users of one company whose name starts like the term), and it will turn the
+        // next ones away too, before they are probed against every list in between.
+        const p = lists[k]!;
+        const at = cursors[k]!;
+        for (let m = k; m > 1; m--) {
+          lists[m] = lists[m - 1]!;
+          cursors[m] = cursors[m - 1]!;
+        }
+        lists[1] = p;
+        cursors[1] = at;
       }
+      // No doc in (doc, next) is in every list.
+      i = firstAtLeast(docsA, i + 1, lengthA, next);
       if (work >= workMax || out.length >= countMax) {
-        this.nextDoc = resume;
+        this.nextDoc = next;
         return work;
       }
     }
     this.nextDoc = upTo;
     return work;
+  }
+
+  /**
+   * The term's posting lists in the order intersect probes them, or undefined if one is empty. The rarest
+   * first; then, rarest first again, those whose trigrams do not overlap one taken already; then the
+   * rest. Overlapping trigrams (`wyv`, `yve`) come from the same word and hold nearly the same docs, so a
+   * candidate that passed one passes the other, while a trigram of another word (`gis` of `logistics`) is
+   * the one that turns it away: with the lists by size alone, each candidate of a long company name passed
+   * five or six lists of its first word before the one that told it apart.
+   */
+  private listsInOrder(): Postings[] | undefined {
+    const keys = this.keys!;
+    const bySize: number[] = [];
+    const found: Postings[] = [];
+    for (let k = 0; k < keys.length; k++) {
+      const p = this.source.postings.get(keys[k]!);
+      if (p === undefined || p.length === 0) return undefined;
+      found.push(p);
+      bySize.push(k);
+    }
+    bySize.sort((x, y) => found[x]!.length - found[y]!.length);
+    const apart: number[] = [];
+    const rest: Postings[] = [];
+    for (const k of bySize) {
+      let overlaps = false;
+      for (const taken of apart) if (Math.abs(this.keyAt[taken]! - this.keyAt[k]!) < 3) overlaps = true;
+      if (overlaps) rest.push(found[k]!);
+      else apart.push(k);
+    }
+    const lists = apart.map((k) => found[k]!);
+    for (const p of rest) lists.push(p);
+    return lists;
   }
 
   /** Checks haystacks from nextDoc up to `end`, one unit of work each (more for one it has to make); returns the work done. */
