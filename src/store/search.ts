@@ -9,6 +9,10 @@
 // (buildStep, driven from outside the store) while searches scan the users not yet indexed, so start-up
 // never waits for them. Stale postings are dropped in place by the same steps, the index answering throughout.
 //
+// A term too short for a trigram is answered by a scan of the haystacks in creation order: a common one finds its
+// first matches at once, and one holding a rarer character (accented, another script, uncommon punctuation)
+// passes over the haystacks that lack it by a few bits kept per user, without reading them.
+//
 // A search is a SearchCursor, stepped a bounded slice of work at a time by the caller (src/service/search-slices.ts),
 // so neither a scan (a term under 3 characters, or users not indexed yet) nor a long intersection holds the
 // event loop for longer than a slice; the store itself stays synchronous.
@@ -71,6 +75,32 @@ function trigramKeys(s: string): Set<number> {
     if (key !== noTrigram) keys.add(key);
   }
   return keys;
+}
+
+/**
+ * Characters nearly every haystack holds (the letters and digits of ids, an address's punctuation, the space,
+ * the field separator): they get no bit.
+ */
+function isCommonChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 32 || c === 46 || c === 64 || c === 45 || c === 95 || c === 0;
+}
+
+/** Every bit of rareCharBits: what a doc whose haystack is not made yet is taken to hold. */
+const allRareChars = 0xffff;
+
+/**
+ * The rarer characters of s (accented letters, other scripts, uncommon punctuation), hashed into 16 bits. A
+ * haystack holds every character of a term it contains, so its bits include the term's: a scan for a short
+ * term holding such a character skips, without reading them, the haystacks whose bits do not (most of them).
+ */
+function rareCharBits(s: string): number {
+  let bits = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    // By the low bits of the code: neighbouring characters (the accented letters of a script) get different bits.
+    if (!isCommonChar(c)) bits |= 1 << (c & 15);
+  }
+  return bits;
 }
 
 /** Doc numbers ascending and distinct, so lists intersect by galloping and results come out in creation order. */
@@ -259,6 +289,11 @@ interface DocSource {
   indexedUpTo(): number;
   /** The haystack of a doc whose haystack is null, made now and kept. */
   haystackAt(doc: number): string | undefined;
+  /**
+   * rareCharBits of each doc's haystack: allRareChars where it is not made yet, nothing for a deleted doc; a doc
+   * past the array's end is unknown. The array is replaced as it grows, so this is asked once per step.
+   */
+  rareCharsOfDoc(): Uint16Array;
 }
 
 /**
@@ -270,6 +305,8 @@ const haystackMadeWorkUnits = 16;
 const haystackDocsPerIndexedDoc = 4;
 /** Docs the build counts per doc it indexes in a step (BulkSizing.count is a few array reads a trigram). */
 const countedDocsPerIndexedDoc = 4;
+/** Docs a scan skips by their rareCharBits per unit of work: reading a number costs a fraction of checking a haystack. */
+const docsSkippedPerWorkUnit = 16;
 
 /**
  * One search, walked a bounded slice at a time so that the caller can let the event loop run between
@@ -288,11 +325,14 @@ export class SearchCursor {
   private readonly keys: number[] | undefined;
   /** Where in the term each of keys first occurs. */
   private readonly keyAt: number[] = [];
+  /** rareCharBits of the term: a haystack without all of them cannot contain it. */
+  private readonly rareChars: number;
 
   private workTotal = 0;
 
   constructor(private readonly source: DocSource, private readonly termLower: string) {
     this.finished = termLower.length === 0 || termLower.includes(fieldSeparator);
+    this.rareChars = rareCharBits(termLower);
     if (termLower.length < 3) {
       this.keys = undefined;
       return;
@@ -475,12 +515,29 @@ export class SearchCursor {
     return lists;
   }
 
-  /** Checks haystacks from nextDoc up to `end`, one unit of work each (more for one it has to make); returns the work done. */
+  /**
+   * Checks haystacks from nextDoc up to `end`, one unit of work each (more for one it has to make, less for
+   * one its rareCharBits rule out); returns the work done.
+   */
   private scan(out: string[], countMax: number, workMax: number, end: number): number {
     const haystacks = this.source.haystackOfDoc;
+    const bits = this.source.rareCharsOfDoc();
+    const need = this.rareChars;
+    const known = Math.min(end, bits.length);
     let doc = this.nextDoc;
     let work = 0;
     while (doc < end && work < workMax && out.length < countMax) {
+      if (need !== 0) {
+        // A term with a rarer character: the haystacks without it are passed over by their bits alone.
+        const stop = Math.min(known, doc + (workMax - work) * docsSkippedPerWorkUnit);
+        let past = doc;
+        while (past < stop && (bits[past]! & need) !== need) past++;
+        if (past > doc) {
+          work += Math.ceil((past - doc) / docsSkippedPerWorkUnit);
+          doc = past;
+          continue;
+        }
+      }
       let haystack = haystacks[doc];
       if (haystack === null) {
         haystack = this.source.haystackAt(doc);
@@ -508,6 +565,8 @@ export class UserSearchIndex {
    * would lengthen it and hold more memory at the moment the service becomes ready. Below indexedUpTo, never null.
    */
   private readonly haystackOfDoc: (string | null | undefined)[] = [];
+  /** rareCharBits per doc (see DocSource.rareCharsOfDoc), grown as haystacks are made; 2 bytes a User. */
+  private rareChars = new Uint16Array(0);
   private readonly postings = new PostingTable();
   /** Docs below this are in the postings; the rest are indexed by buildStep and scanned meanwhile. */
   private indexedUpTo = 0;
@@ -524,7 +583,7 @@ export class UserSearchIndex {
   /** What cursors read: made once, so a search allocates no closure for it. */
   private readonly source: DocSource = {
     userOfDoc: this.userOfDoc, haystackOfDoc: this.haystackOfDoc, postings: this.postings, indexedUpTo: () => this.indexedUpTo,
-    haystackAt: (doc) => this.haystackAt(doc),
+    haystackAt: (doc) => this.haystackAt(doc), rareCharsOfDoc: () => this.rareChars,
   };
 
   /** userById: the current User of an id, for haystacks made after a bulk load; without it they are made at once. */
@@ -547,6 +606,7 @@ export class UserSearchIndex {
       }
       const haystack = searchHaystack(user);
       this.haystackOfDoc.push(haystack);
+      this.noteRareChars(doc, haystack);
       if (doc === this.haystacksMadeUpTo) this.haystacksMadeUpTo = doc + 1;
       if (!this.deferred && doc === this.indexedUpTo) {
         this.indexDoc(doc, haystack, undefined);
@@ -558,6 +618,7 @@ export class UserSearchIndex {
     const old = this.haystackOfDoc[doc];
     if (old === haystack) return;
     this.haystackOfDoc[doc] = haystack;
+    this.noteRareChars(doc, haystack);
     // A doc below indexedUpTo always has its haystack (null only above it).
     if (doc < this.indexedUpTo) this.indexDoc(doc, haystack, old ?? undefined);
   }
@@ -576,12 +637,25 @@ export class UserSearchIndex {
     if (user === undefined) {
       this.userOfDoc[doc] = undefined;
       this.haystackOfDoc[doc] = undefined;
+      this.noteRareChars(doc, undefined);
       return undefined;
     }
     if (owner === undefined) this.docOf.set(id, doc);
     const haystack = searchHaystack(user);
     this.haystackOfDoc[doc] = haystack;
+    this.noteRareChars(doc, haystack);
     return haystack;
+  }
+
+  /** Records the rareCharBits of a doc's haystack just made (none for a deleted doc), growing the array if need be. */
+  private noteRareChars(doc: number, haystack: string | undefined): void {
+    if (doc >= this.rareChars.length) {
+      // Docs between the old end and this one are not made yet: they hold every bit until they are.
+      const grown = new Uint16Array(Math.max(1024, this.rareChars.length * 2, doc + 1)).fill(allRareChars);
+      grown.set(this.rareChars);
+      this.rareChars = grown;
+    }
+    this.rareChars[doc] = haystack === undefined ? 0 : rareCharBits(haystack);
   }
 
   remove(userId: string): void {
@@ -591,6 +665,7 @@ export class UserSearchIndex {
     const old = this.haystackOfDoc[doc];
     this.userOfDoc[doc] = undefined;
     this.haystackOfDoc[doc] = undefined;
+    this.noteRareChars(doc, undefined);
     if (doc < this.indexedUpTo && old != null) this.stalePostings += trigramKeys(old).size;
     this.maybeCompact();
   }
