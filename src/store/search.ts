@@ -19,6 +19,7 @@
 
 import { foldText } from '../domain/email.js';
 import type { User } from '../domain/entities.js';
+import { precedes, type PagePosition } from './creation-order.js';
 
 /** Fields joined by a separator no search term can contain, so a match never spans two fields. */
 const fieldSeparator = '\u0000';
@@ -307,6 +308,11 @@ const haystackDocsPerIndexedDoc = 4;
 const countedDocsPerIndexedDoc = 4;
 /** Docs a scan skips by their rareCharBits per unit of work: reading a number costs a fraction of checking a haystack. */
 const docsSkippedPerWorkUnit = 16;
+/**
+ * Deleted docs firstDocAfter steps over looking for a live one to compare with the page's cursor, before it
+ * settles for the start it has proven (a run of deleted Users that long is rare; the search then starts earlier).
+ */
+const deletedDocsSteppedMax = 4096;
 
 /**
  * One search, walked a bounded slice at a time so that the caller can let the event loop run between
@@ -330,7 +336,9 @@ export class SearchCursor {
 
   private workTotal = 0;
 
-  constructor(private readonly source: DocSource, private readonly termLower: string) {
+  /** fromDoc: no doc below it can match (a later page starts at its cursor, see UserSearchIndex.firstDocAfter). */
+  constructor(private readonly source: DocSource, private readonly termLower: string, fromDoc = 0) {
+    this.nextDoc = fromDoc;
     this.finished = termLower.length === 0 || termLower.includes(fieldSeparator);
     this.rareChars = rareCharBits(termLower);
     if (termLower.length < 3) {
@@ -741,9 +749,39 @@ export class UserSearchIndex {
     return out;
   }
 
-  /** A search to be walked a bounded slice at a time (SearchCursor.step). The term must already be lowercase. */
-  cursor(termLower: string): SearchCursor {
-    return new SearchCursor(this.source, termLower);
+  /**
+   * A search to be walked a bounded slice at a time (SearchCursor.step), looking at docs from `fromDoc` on.
+   * The term must already be lowercase.
+   */
+  cursor(termLower: string, fromDoc = 0): SearchCursor {
+    return new SearchCursor(this.source, termLower, fromDoc);
+  }
+
+  /**
+   * Where a later page's search may start: a doc such that none below it holds a User created after `after`.
+   * Only meaningful while docs are in creation order (CreationOrder.appendOnly: nothing older was ever added),
+   * as they are then: a binary search over the docs, comparing the live User at or after each probe (a
+   * deleted one has no creation time to compare). `createdAtOf`: a live User's creation time.
+   */
+  firstDocAfter(after: PagePosition, createdAtOf: (id: string) => number | undefined): number {
+    let lo = 0;
+    let hi = this.userOfDoc.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      let doc = mid;
+      let createdAt: number | undefined;
+      for (; doc < hi; doc++) {
+        const id = this.userOfDoc[doc];
+        createdAt = id === undefined ? undefined : createdAtOf(id);
+        if (createdAt !== undefined) break;
+        // Every doc below lo is proven to precede the cursor: starting there is always right.
+        if (doc - mid >= deletedDocsSteppedMax) return lo;
+      }
+      // Docs mid..doc-1 are deleted: the first User past the cursor is at or before mid if doc's is past it.
+      if (createdAt === undefined || precedes(after.createdAt, after.id, createdAt, this.userOfDoc[doc]!)) hi = mid;
+      else lo = doc + 1;
+    }
+    return lo;
   }
 
   /** The same answer by checking every haystack: the baseline the index is measured against. */
