@@ -17,9 +17,13 @@ import { decodeLog, encodeRecord } from '../src/persist/codec.js';
 import { classifyDir } from '../src/persist/layout.js';
 import { readSnapshot } from '../src/persist/snapshot.js';
 import { NodeStorage } from '../src/persist/storage.js';
+import { Renderer } from '../src/http/render.js';
+import type { RouteContext, RouteResult } from '../src/http/route.js';
+import { userRoutes } from '../src/http/routes/users.js';
 import { newEntityId } from '../src/store/ids.js';
 import { State } from '../src/store/state.js';
 import { benchHaystack, type Fixtures } from './lib/dataset.js';
+import { Prng } from './lib/prng.js';
 import { compact, formatOps, formatUs, type MicroReport, type MicroResult } from './lib/report.js';
 
 interface MicroArgs {
@@ -45,6 +49,74 @@ interface SearchLike {
 const searchPerTermRuns = 21;
 /** Documents per buildStep call while the micro suite completes the search index before measuring it. */
 const searchBuildDocsPerStep = 100_000;
+/** First pages of random terms timed through the search route, per pass (the first pass warms, the second is reported). */
+const firstPageTerms = 10_000;
+const firstPageTermsQuick = 2_000;
+/** The page F' asks for. */
+const firstPageLimit = 20;
+/** Slowest terms named in the output. */
+const firstPageSlowestShown = 5;
+/** The seed of timeFirstPages's terms. */
+const prngSeedFirstPages = 2402;
+
+/** A first page's time in ms through the route's handler, with the term and how it was drawn. */
+interface FirstPageTime {
+  readonly term: string;
+  readonly kind: string;
+  readonly ms: number;
+}
+
+/**
+ * A search term as F' draws them (bench/lib/real-traffic.ts): a first or last name, the first 1-6 characters
+ * of an address, a company's name or its start. 1-2 character terms match hundreds of thousands of Users.
+ */
+function randomSearchTerm(f: Fixtures, prng: Prng, n: number): { term: string; kind: string } {
+  const local = prng.pick(f.distinctCredentials).email.split('@')[0]!;
+  switch (n % 3) {
+    case 0: {
+      const [first = local, last = local] = local.split('.');
+      return { term: prng.int(0, 1) === 0 ? first : last.replace(/\d+$/, ''), kind: 'name' };
+    }
+    case 1: return { term: local.slice(0, prng.int(1, 6)), kind: 'email prefix' };
+    default: {
+      const company = (f.companyNames.length === 0 ? local : prng.pick(f.companyNames)).toLowerCase();
+      return { term: prng.int(0, 1) === 0 ? company.split(' ')[0]! : company.slice(0, prng.int(3, company.length)), kind: 'company' };
+    }
+  }
+}
+
+/** p50, p99 and max of times in ms, as text. */
+function percentiles(ms: number[]): string {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+  return `p50 ${at(0.5).toFixed(3)} / p99 ${at(0.99).toFixed(3)} / max ${sorted[sorted.length - 1]!.toFixed(2)} ms`;
+}
+
+/**
+ * GET /users/search/{term}?limit=20 without HTTP: the route's handler (paged search, rendering, the page's
+ * text) over random terms, one at a time, each awaited like a request. Times include the collections the
+ * searches cause, as a server's would; the first pass warms the code and the renderings kept.
+ */
+async function timeFirstPages(state: State, fixtures: Fixtures, count: number): Promise<FirstPageTime[]> {
+  const route = userRoutes.find((r) => r.operationId === 'searchUsers');
+  if (route === undefined) throw new Error('micro: no searchUsers route');
+  const deps = { state, renderer: new Renderer('http://127.0.0.1:8080', state) };
+  const prng = new Prng(prngSeedFirstPages);
+  const terms = Array.from({ length: count }, (_, n) => randomSearchTerm(fixtures, prng, n));
+  let times: FirstPageTime[] = [];
+  for (let pass = 0; pass < 2; pass++) {
+    times = [];
+    for (const { term, kind } of terms) {
+      const ctx = { params: { search: encodeURIComponent(term) }, query: `limit=${firstPageLimit}`, deps } as unknown as RouteContext<unknown>;
+      const started = performance.now();
+      const answer = (await route.handler(ctx)) as RouteResult;
+      const ms = performance.now() - started;
+      if (answer.list !== undefined) throw new Error(`micro: the search for "${term}" answered a listing, not a page`);
+      times.push({ term, kind, ms });
+    }
+  }
+  return times;
+}
 
 function parseArgs(argv: readonly string[]): MicroArgs {
   const get = (name: string): string => {
@@ -236,6 +308,12 @@ async function main(): Promise<void> {
   });
   const slowest = [...searchPerTerm].sort((x, y) => y.indexUs - x.indexUs).slice(0, 3);
   process.stdout.write(`micro: slowest terms for the index: ${slowest.map((t) => `"${t.term}" (${t.kind}, ${t.matches} matches) ${formatUs(t.indexUs)}`).join('; ')}\n`);
+  const firstPages = await timeFirstPages(state, fixtures, args.quick ? firstPageTermsQuick : firstPageTerms);
+  const kinds = [...new Set(firstPages.map((t) => t.kind))];
+  process.stdout.write(`micro: search first page (route, limit ${firstPageLimit}, ${firstPages.length} random terms): ${percentiles(firstPages.map((t) => t.ms))}; ` +
+    `${kinds.map((k) => `${k} ${percentiles(firstPages.filter((t) => t.kind === k).map((t) => t.ms))}`).join('; ')}\n`);
+  const slowestPages = [...firstPages].sort((x, y) => y.ms - x.ms).slice(0, firstPageSlowestShown);
+  process.stdout.write(`micro: slowest first pages: ${slowestPages.map((t) => `"${t.term}" (${t.kind}) ${t.ms.toFixed(2)} ms`).join('; ')}\n`);
 
   // ---- the verified-credential cache (its entries are tied to live User objects) ----
   const cache = new VerifyCache({ ttlMs: 3_600_000, entriesMax: verifyCacheEntriesMax });

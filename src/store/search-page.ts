@@ -54,12 +54,12 @@ class EarliestUsers {
 /**
  * Users matching a lowercase search term, in creation order after `after`, `limit` of them and whether more
  * follow. The search index answers in insertion order, which is creation order unless an import added older
- * Users (`inOrder`). A later page first walks creation order from the cursor testing each User's haystack,
- * for a frequent term the cheapest way; if the short walk does not fill the page, the term is rarer and the
- * index's matches are taken instead: in creation order only until the page and one more lie past the
- * cursor, otherwise all of them, keeping the earliest. At a million Users a page costs well under a
- * millisecond for a term every User matches or a rare one, more for a term matching a few percent (many
- * matches to resolve), which is why that part runs in slices. While the trigram index is still being built
+ * Users (`inOrder`). In creation order, a page is the index's first matches from the doc of its cursor on
+ * (UserSearchIndex.firstDocAfter, a binary search): the page and one more, whatever the page's depth, so
+ * the last page of a term matching a few percent of a million Users costs what its first does. Otherwise a
+ * later page first walks creation order from the cursor testing each User's haystack, for a frequent term
+ * the cheapest way; if the short walk does not fill the page, the term is rarer and all of the index's
+ * matches are taken, keeping the earliest past the cursor. While the trigram index is still being built
  * after start-up, the index scans the Users it has not reached yet.
  *
  * The walk is bounded by its own budget and done in the first step; the index's matches are taken a
@@ -79,10 +79,11 @@ export class PagedSearch {
     private readonly users: Lookup<User>, private readonly order: CreationOrder, index: UserSearchIndex,
     private readonly termLower: string, private readonly after: PagePosition | undefined, private readonly limit: number,
   ) {
-    this.matches = index.cursor(termLower);
     this.inOrder = order.appendOnly;
-    // A first page in creation order is the index's first matches: nothing to walk.
-    this.walked = this.matches.done || (after === undefined && this.inOrder);
+    const fromDoc = after !== undefined && this.inOrder ? index.firstDocAfter(after, (id) => users.get(id)?.createdAt) : 0;
+    this.matches = index.cursor(termLower, fromDoc);
+    // A page in creation order is the index's first matches from its cursor on: nothing to walk.
+    this.walked = this.matches.done || this.inOrder;
     this.kept = new EarliestUsers(limit + 1);
   }
 

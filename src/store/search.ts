@@ -9,12 +9,17 @@
 // (buildStep, driven from outside the store) while searches scan the users not yet indexed, so start-up
 // never waits for them. Stale postings are dropped in place by the same steps, the index answering throughout.
 //
+// A term too short for a trigram is answered by a scan of the haystacks in creation order: a common one finds its
+// first matches at once, and one holding a rarer character (accented, another script, uncommon punctuation)
+// passes over the haystacks that lack it by a few bits kept per user, without reading them.
+//
 // A search is a SearchCursor, stepped a bounded slice of work at a time by the caller (src/service/search-slices.ts),
 // so neither a scan (a term under 3 characters, or users not indexed yet) nor a long intersection holds the
 // event loop for longer than a slice; the store itself stays synchronous.
 
 import { foldText } from '../domain/email.js';
 import type { User } from '../domain/entities.js';
+import { precedes, type PagePosition } from './creation-order.js';
 
 /** Fields joined by a separator no search term can contain, so a match never spans two fields. */
 const fieldSeparator = '\u0000';
@@ -73,6 +78,32 @@ function trigramKeys(s: string): Set<number> {
   return keys;
 }
 
+/**
+ * Characters nearly every haystack holds (the letters and digits of ids, an address's punctuation, the space,
+ * the field separator): they get no bit.
+ */
+function isCommonChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 32 || c === 46 || c === 64 || c === 45 || c === 95 || c === 0;
+}
+
+/** Every bit of rareCharBits: what a doc whose haystack is not made yet is taken to hold. */
+const allRareChars = 0xffff;
+
+/**
+ * The rarer characters of s (accented letters, other scripts, uncommon punctuation), hashed into 16 bits. A
+ * haystack holds every character of a term it contains, so its bits include the term's: a scan for a short
+ * term holding such a character skips, without reading them, the haystacks whose bits do not (most of them).
+ */
+function rareCharBits(s: string): number {
+  let bits = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    // By the low bits of the code: neighbouring characters (the accented letters of a script) get different bits.
+    if (!isCommonChar(c)) bits |= 1 << (c & 15);
+  }
+  return bits;
+}
+
 /** Doc numbers ascending and distinct, so lists intersect by galloping and results come out in creation order. */
 class Postings {
   length = 0;
@@ -117,6 +148,17 @@ function firstAtLeast(docs: Int32Array, from: number, end: number, target: numbe
     else hi = mid;
   }
   return lo;
+}
+
+/**
+ * firstAtLeast for the leapfrog of two lists of like sizes, where the target is mostly within a step or
+ * two: those are looked at one by one before galloping, which costs more than a comparison per step.
+ */
+function seek(docs: Int32Array, from: number, end: number, target: number): number {
+  if (from >= end || docs[from]! >= target) return from;
+  if (from + 1 >= end || docs[from + 1]! >= target) return from + 1;
+  if (from + 2 >= end || docs[from + 2]! >= target) return from + 2;
+  return firstAtLeast(docs, from + 3, end, target);
 }
 
 /** ASCII trigrams (exact 21-bit keys) in a flat array: the build does ~80 lookups per user, a Map costs several times more. */
@@ -248,6 +290,11 @@ interface DocSource {
   indexedUpTo(): number;
   /** The haystack of a doc whose haystack is null, made now and kept. */
   haystackAt(doc: number): string | undefined;
+  /**
+   * rareCharBits of each doc's haystack: allRareChars where it is not made yet, nothing for a deleted doc; a doc
+   * past the array's end is unknown. The array is replaced as it grows, so this is asked once per step.
+   */
+  rareCharsOfDoc(): Uint16Array;
 }
 
 /**
@@ -259,6 +306,13 @@ const haystackMadeWorkUnits = 16;
 const haystackDocsPerIndexedDoc = 4;
 /** Docs the build counts per doc it indexes in a step (BulkSizing.count is a few array reads a trigram). */
 const countedDocsPerIndexedDoc = 4;
+/** Docs a scan skips by their rareCharBits per unit of work: reading a number costs a fraction of checking a haystack. */
+const docsSkippedPerWorkUnit = 16;
+/**
+ * Deleted docs firstDocAfter steps over looking for a live one to compare with the page's cursor, before it
+ * settles for the start it has proven (a run of deleted Users that long is rare; the search then starts earlier).
+ */
+const deletedDocsSteppedMax = 4096;
 
 /**
  * One search, walked a bounded slice at a time so that the caller can let the event loop run between
@@ -275,12 +329,31 @@ export class SearchCursor {
   private finished: boolean;
   /** The term's distinct trigram keys; undefined when it is too short for one and is scanned. */
   private readonly keys: number[] | undefined;
+  /** Where in the term each of keys first occurs. */
+  private readonly keyAt: number[] = [];
+  /** rareCharBits of the term: a haystack without all of them cannot contain it. */
+  private readonly rareChars: number;
 
   private workTotal = 0;
 
-  constructor(private readonly source: DocSource, private readonly termLower: string) {
+  /** fromDoc: no doc below it can match (a later page starts at its cursor, see UserSearchIndex.firstDocAfter). */
+  constructor(private readonly source: DocSource, private readonly termLower: string, fromDoc = 0) {
+    this.nextDoc = fromDoc;
     this.finished = termLower.length === 0 || termLower.includes(fieldSeparator);
-    this.keys = termLower.length < 3 ? undefined : [...trigramKeys(termLower)];
+    this.rareChars = rareCharBits(termLower);
+    if (termLower.length < 3) {
+      this.keys = undefined;
+      return;
+    }
+    const seen = new Set<number>();
+    this.keys = [];
+    for (let i = 0; i + 3 <= termLower.length; i++) {
+      const key = trigramKey(termLower, i);
+      if (key === noTrigram || seen.has(key)) continue;
+      seen.add(key);
+      this.keys.push(key);
+      this.keyAt.push(i);
+    }
   }
 
   /** Units of work done by all steps so far, for a caller that shares one budget among several steps. */
@@ -319,64 +392,98 @@ export class SearchCursor {
    * overshoots makes its doc the next candidate, so the work follows the rarest list's length times log
    * of the gaps, not the length of any list. Only docs in every list are checked against their haystack
    * (stale postings, key collisions, trigram order), rather than every doc of the smallest list, which for a
-   * common trigram is thousands of haystacks to check for a few matches.
+   * common trigram is thousands of haystacks to check for a few matches. The other lists are probed in the
+   * order listsInOrder gives, each list that turns a candidate away moving up behind the rarest.
    * The lists are looked up again on every call (a few Map reads): one may have been created or have
    * grown since the last slice.
    */
   private intersect(out: string[], countMax: number, workMax: number, upTo: number): number {
-    const lists: Postings[] = [];
-    for (const key of this.keys!) {
-      const p = this.source.postings.get(key);
-      if (p === undefined || p.length === 0) {
-        // No indexed doc has this trigram, so none below upTo matches.
-        this.nextDoc = upTo;
-        return 1;
-      }
-      lists.push(p);
+    const lists = this.listsInOrder();
+    if (lists === undefined) {
+      // No indexed doc has one of the trigrams, so none below upTo matches.
+      this.nextDoc = upTo;
+      return 1;
     }
-    lists.sort((a, b) => a.length - b.length);
-    const rarest = lists[0]!;
+    const n = lists.length;
     const haystacks = this.source.haystackOfDoc;
     const term = this.termLower;
-    // Positions are found again from the start of each list: galloping gets there in log steps.
-    const cursors = new Int32Array(lists.length);
-    let i = firstAtLeast(rarest.docs, 0, rarest.length, this.nextDoc);
-    let work = lists.length;
-    // The hot path of every search: counting work per probe and writing this.nextDoc per candidate would
-    // slow it noticeably, hence a local `resume` and one count per candidate.
-    let resume = this.nextDoc;
+    const rarest = lists[0]!;
+    const docsA = rarest.docs;
+    const lengthA = rarest.length;
+    // Positions in the other lists, found again from their start on each call: galloping gets there in log steps.
+    const cursors = new Int32Array(n);
+    let i = firstAtLeast(docsA, 0, lengthA, this.nextDoc);
+    let work = n;
     // Postings hold only docs below indexedUpTo (= upTo), so no candidate lies beyond it.
-    while (i < rarest.length) {
-      const doc = rarest.docs[i]!;
-      let next = doc;
-      let j = 1;
-      for (; j < lists.length; j++) {
-        const p = lists[j]!;
-        const at = firstAtLeast(p.docs, cursors[j]!, p.length, doc);
-        if (at === p.length) {
-          next = upTo;
-          break;
+    while (i < lengthA) {
+      let doc = docsA[i]!;
+      if (n > 1) {
+        // The hot loop of a long term: the rarest list and the one behind it leapfrog to a doc they share.
+        // Every doc skipped is in neither both, so the search may resume at `doc` whenever it stops here.
+        const b = lists[1]!;
+        const docsB = b.docs;
+        const lengthB = b.length;
+        let j = cursors[1]!;
+        for (;;) {
+          j = seek(docsB, j, lengthB, doc);
+          if (j === lengthB) {
+            this.nextDoc = upTo;
+            return work + 1;
+          }
+          const other = docsB[j]!;
+          if (other === doc) break;
+          i = seek(docsA, i + 1, lengthA, other);
+          work += 2;
+          if (i === lengthA) {
+            this.nextDoc = upTo;
+            return work;
+          }
+          doc = docsA[i]!;
+          if (work >= workMax) {
+            this.nextDoc = doc;
+            return work;
+          }
         }
-        cursors[j] = at;
+        cursors[1] = j;
+      }
+      // A doc in the first two lists: the others are probed in turn, until one turns it away.
+      let next = doc + 1;
+      let k = Math.min(2, n);
+      for (; k < n; k++) {
+        const p = lists[k]!;
+        const at = firstAtLeast(p.docs, cursors[k]!, p.length, doc);
+        if (at === p.length) {
+          // An exhausted list has no doc from here on: nothing left to match.
+          this.nextDoc = upTo;
+          return work + k;
+        }
+        cursors[k] = at;
         if (p.docs[at] !== doc) {
           next = p.docs[at]!;
           break;
         }
       }
-      work += j;
-      if (next === doc) {
+      work += k;
+      if (k === n) {
         const haystack = haystacks[doc];
         if (haystack != null && haystack.includes(term)) out.push(this.source.userOfDoc[doc]!);
-        resume = doc + 1;
-        i++;
       } else {
-        // No doc in [doc, next) is in every list; an exhausted list has none from doc on.
-        if (next >= upTo) break;
-        resume = next;
-        i = firstAtLeast(rarest.docs, i + 1, rarest.length, next);
+        // The list that turned this candidate away moves up behind the rarest: the candidates that reach it
+        // are mostly alike (the users of one company whose name starts like the term), and it will turn the
+        // next ones away too, before they are probed against every list in between.
+        const p = lists[k]!;
+        const at = cursors[k]!;
+        for (let m = k; m > 1; m--) {
+          lists[m] = lists[m - 1]!;
+          cursors[m] = cursors[m - 1]!;
+        }
+        lists[1] = p;
+        cursors[1] = at;
       }
+      // No doc in (doc, next) is in every list.
+      i = firstAtLeast(docsA, i + 1, lengthA, next);
       if (work >= workMax || out.length >= countMax) {
-        this.nextDoc = resume;
+        this.nextDoc = next;
         return work;
       }
     }
@@ -384,12 +491,61 @@ export class SearchCursor {
     return work;
   }
 
-  /** Checks haystacks from nextDoc up to `end`, one unit of work each (more for one it has to make); returns the work done. */
+  /**
+   * The term's posting lists in the order intersect probes them, or undefined if one is empty. The rarest
+   * first; then, rarest first again, those whose trigrams do not overlap one taken already; then the
+   * rest. Overlapping trigrams (`wyv`, `yve`) come from the same word and hold nearly the same docs, so a
+   * candidate that passed one passes the other, while a trigram of another word (`gis` of `logistics`) is
+   * the one that turns it away: with the lists by size alone, each candidate of a long company name passed
+   * five or six lists of its first word before the one that told it apart.
+   */
+  private listsInOrder(): Postings[] | undefined {
+    const keys = this.keys!;
+    const bySize: number[] = [];
+    const found: Postings[] = [];
+    for (let k = 0; k < keys.length; k++) {
+      const p = this.source.postings.get(keys[k]!);
+      if (p === undefined || p.length === 0) return undefined;
+      found.push(p);
+      bySize.push(k);
+    }
+    bySize.sort((x, y) => found[x]!.length - found[y]!.length);
+    const apart: number[] = [];
+    const rest: Postings[] = [];
+    for (const k of bySize) {
+      let overlaps = false;
+      for (const taken of apart) if (Math.abs(this.keyAt[taken]! - this.keyAt[k]!) < 3) overlaps = true;
+      if (overlaps) rest.push(found[k]!);
+      else apart.push(k);
+    }
+    const lists = apart.map((k) => found[k]!);
+    for (const p of rest) lists.push(p);
+    return lists;
+  }
+
+  /**
+   * Checks haystacks from nextDoc up to `end`, one unit of work each (more for one it has to make, less for
+   * one its rareCharBits rule out); returns the work done.
+   */
   private scan(out: string[], countMax: number, workMax: number, end: number): number {
     const haystacks = this.source.haystackOfDoc;
+    const bits = this.source.rareCharsOfDoc();
+    const need = this.rareChars;
+    const known = Math.min(end, bits.length);
     let doc = this.nextDoc;
     let work = 0;
     while (doc < end && work < workMax && out.length < countMax) {
+      if (need !== 0) {
+        // A term with a rarer character: the haystacks without it are passed over by their bits alone.
+        const stop = Math.min(known, doc + (workMax - work) * docsSkippedPerWorkUnit);
+        let past = doc;
+        while (past < stop && (bits[past]! & need) !== need) past++;
+        if (past > doc) {
+          work += Math.ceil((past - doc) / docsSkippedPerWorkUnit);
+          doc = past;
+          continue;
+        }
+      }
       let haystack = haystacks[doc];
       if (haystack === null) {
         haystack = this.source.haystackAt(doc);
@@ -417,6 +573,8 @@ export class UserSearchIndex {
    * would lengthen it and hold more memory at the moment the service becomes ready. Below indexedUpTo, never null.
    */
   private readonly haystackOfDoc: (string | null | undefined)[] = [];
+  /** rareCharBits per doc (see DocSource.rareCharsOfDoc), grown as haystacks are made; 2 bytes a User. */
+  private rareChars = new Uint16Array(0);
   private readonly postings = new PostingTable();
   /** Docs below this are in the postings; the rest are indexed by buildStep and scanned meanwhile. */
   private indexedUpTo = 0;
@@ -433,7 +591,7 @@ export class UserSearchIndex {
   /** What cursors read: made once, so a search allocates no closure for it. */
   private readonly source: DocSource = {
     userOfDoc: this.userOfDoc, haystackOfDoc: this.haystackOfDoc, postings: this.postings, indexedUpTo: () => this.indexedUpTo,
-    haystackAt: (doc) => this.haystackAt(doc),
+    haystackAt: (doc) => this.haystackAt(doc), rareCharsOfDoc: () => this.rareChars,
   };
 
   /** userById: the current User of an id, for haystacks made after a bulk load; without it they are made at once. */
@@ -456,6 +614,7 @@ export class UserSearchIndex {
       }
       const haystack = searchHaystack(user);
       this.haystackOfDoc.push(haystack);
+      this.noteRareChars(doc, haystack);
       if (doc === this.haystacksMadeUpTo) this.haystacksMadeUpTo = doc + 1;
       if (!this.deferred && doc === this.indexedUpTo) {
         this.indexDoc(doc, haystack, undefined);
@@ -467,6 +626,7 @@ export class UserSearchIndex {
     const old = this.haystackOfDoc[doc];
     if (old === haystack) return;
     this.haystackOfDoc[doc] = haystack;
+    this.noteRareChars(doc, haystack);
     // A doc below indexedUpTo always has its haystack (null only above it).
     if (doc < this.indexedUpTo) this.indexDoc(doc, haystack, old ?? undefined);
   }
@@ -485,12 +645,25 @@ export class UserSearchIndex {
     if (user === undefined) {
       this.userOfDoc[doc] = undefined;
       this.haystackOfDoc[doc] = undefined;
+      this.noteRareChars(doc, undefined);
       return undefined;
     }
     if (owner === undefined) this.docOf.set(id, doc);
     const haystack = searchHaystack(user);
     this.haystackOfDoc[doc] = haystack;
+    this.noteRareChars(doc, haystack);
     return haystack;
+  }
+
+  /** Records the rareCharBits of a doc's haystack just made (none for a deleted doc), growing the array if need be. */
+  private noteRareChars(doc: number, haystack: string | undefined): void {
+    if (doc >= this.rareChars.length) {
+      // Docs between the old end and this one are not made yet: they hold every bit until they are.
+      const grown = new Uint16Array(Math.max(1024, this.rareChars.length * 2, doc + 1)).fill(allRareChars);
+      grown.set(this.rareChars);
+      this.rareChars = grown;
+    }
+    this.rareChars[doc] = haystack === undefined ? 0 : rareCharBits(haystack);
   }
 
   remove(userId: string): void {
@@ -500,6 +673,7 @@ export class UserSearchIndex {
     const old = this.haystackOfDoc[doc];
     this.userOfDoc[doc] = undefined;
     this.haystackOfDoc[doc] = undefined;
+    this.noteRareChars(doc, undefined);
     if (doc < this.indexedUpTo && old != null) this.stalePostings += trigramKeys(old).size;
     this.maybeCompact();
   }
@@ -575,9 +749,39 @@ export class UserSearchIndex {
     return out;
   }
 
-  /** A search to be walked a bounded slice at a time (SearchCursor.step). The term must already be lowercase. */
-  cursor(termLower: string): SearchCursor {
-    return new SearchCursor(this.source, termLower);
+  /**
+   * A search to be walked a bounded slice at a time (SearchCursor.step), looking at docs from `fromDoc` on.
+   * The term must already be lowercase.
+   */
+  cursor(termLower: string, fromDoc = 0): SearchCursor {
+    return new SearchCursor(this.source, termLower, fromDoc);
+  }
+
+  /**
+   * Where a later page's search may start: a doc such that none below it holds a User created after `after`.
+   * Only meaningful while docs are in creation order (CreationOrder.appendOnly: nothing older was ever added),
+   * as they are then: a binary search over the docs, comparing the live User at or after each probe (a
+   * deleted one has no creation time to compare). `createdAtOf`: a live User's creation time.
+   */
+  firstDocAfter(after: PagePosition, createdAtOf: (id: string) => number | undefined): number {
+    let lo = 0;
+    let hi = this.userOfDoc.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      let doc = mid;
+      let createdAt: number | undefined;
+      for (; doc < hi; doc++) {
+        const id = this.userOfDoc[doc];
+        createdAt = id === undefined ? undefined : createdAtOf(id);
+        if (createdAt !== undefined) break;
+        // Every doc below lo is proven to precede the cursor: starting there is always right.
+        if (doc - mid >= deletedDocsSteppedMax) return lo;
+      }
+      // Docs mid..doc-1 are deleted: the first User past the cursor is at or before mid if doc's is past it.
+      if (createdAt === undefined || precedes(after.createdAt, after.id, createdAt, this.userOfDoc[doc]!)) hi = mid;
+      else lo = doc + 1;
+    }
+    return lo;
   }
 
   /** The same answer by checking every haystack: the baseline the index is measured against. */

@@ -38,6 +38,17 @@ function userRenderer(renderer: Renderer, query: string): RenderUser {
   return minimalRequested(query) ? (u) => renderer.userMinimal(u) : (u) => renderer.userFull(u);
 }
 
+/**
+ * A search page's renderer: the full representation from the per-User cache. A term's first page is the
+ * same earliest matches for everyone who types it, so its Users are rendered again and again; rendering
+ * each anew allocated several times the page's bytes per search, and the collections that followed were
+ * the slowest searches. Unpaged searches (up to every User) render without the cache, so a long listing
+ * does not push out what other replies keep.
+ */
+function searchPageRenderer(renderer: Renderer, query: string): RenderUser {
+  return minimalRequested(query) ? (u) => renderer.userMinimal(u) : (u) => renderer.userFullKept(u);
+}
+
 /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
 function* rendered(state: State, ids: readonly string[], render: RenderUser): Generator<string> {
   for (const id of ids) {
@@ -85,7 +96,7 @@ export const userRoutes: readonly RouteDecl[] = [
     // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
     handler: ({ params, query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
-      const render = userRenderer(renderer, query);
+      const render = page === undefined ? userRenderer(renderer, query) : searchPageRenderer(renderer, query);
       const term = searchTerm(params['search'] ?? '');
       if (page !== undefined) {
         return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, render) }));
