@@ -22,7 +22,7 @@ import type { RouteContext, RouteResult } from '../src/http/route.js';
 import { userRoutes } from '../src/http/routes/users.js';
 import { newEntityId } from '../src/store/ids.js';
 import { State } from '../src/store/state.js';
-import { benchHaystack, type Fixtures } from './lib/dataset.js';
+import { benchHaystack, randomSearchTerm, type Fixtures } from './lib/dataset.js';
 import { Prng } from './lib/prng.js';
 import { compact, formatOps, formatUs, type MicroReport, type MicroResult } from './lib/report.js';
 
@@ -64,25 +64,6 @@ interface FirstPageTime {
   readonly term: string;
   readonly kind: string;
   readonly ms: number;
-}
-
-/**
- * A search term as F' draws them (bench/lib/real-traffic.ts): a first or last name, the first 1-6 characters
- * of an address, a company's name or its start. 1-2 character terms match hundreds of thousands of Users.
- */
-function randomSearchTerm(f: Fixtures, prng: Prng, n: number): { term: string; kind: string } {
-  const local = prng.pick(f.distinctCredentials).email.split('@')[0]!;
-  switch (n % 3) {
-    case 0: {
-      const [first = local, last = local] = local.split('.');
-      return { term: prng.int(0, 1) === 0 ? first : last.replace(/\d+$/, ''), kind: 'name' };
-    }
-    case 1: return { term: local.slice(0, prng.int(1, 6)), kind: 'email prefix' };
-    default: {
-      const company = (f.companyNames.length === 0 ? local : prng.pick(f.companyNames)).toLowerCase();
-      return { term: prng.int(0, 1) === 0 ? company.split(' ')[0]! : company.slice(0, prng.int(3, company.length)), kind: 'company' };
-    }
-  }
 }
 
 /** p50, p99 and max of times in ms, as text. */

@@ -2,12 +2,12 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { LogRecord, Op, User } from '../src/domain/entities.js';
+import type { Op, User } from '../src/domain/entities.js';
 import { CreationOrder, precedes, type Page, type PagePosition } from '../src/store/creation-order.js';
 import * as decide from '../src/store/decide.js';
-import type { DecideContext, Decision } from '../src/store/decide.js';
 import { State } from '../src/store/state.js';
 import { prng } from './helpers/prng.js';
+import { StateHarness } from './helpers/state-harness.js';
 
 
 type Entry = { id: string; createdAt: number };
@@ -96,25 +96,7 @@ test('after() with a predicate answers undefined once its visit budget is spent,
   assert.deepEqual(order.after(undefined, 5, (id) => id === 'id0999'), { items: ['id0999'], more: false });
 });
 
-class Harness {
-  readonly state = new State();
-  private now = 1_700_000_000_000_000;
-  private counter = 0;
 
-  commit<T>(fn: (s: State, ctx: DecideContext) => Decision<T>): T {
-    this.now += 1000;
-    const next = (): string => `id${String(++this.counter).padStart(6, '0')}`;
-    const ctx: DecideContext = { now: this.now, newId: next, newApikeyId: () => `K${String(++this.counter).padStart(24, '0')}`, newNonce: next };
-    const decision = fn(this.state, ctx);
-    if (decision.ops.length > 0) this.state.apply({ seq: this.state.lastSeq + 1, at: this.now, ops: decision.ops });
-    return decision.result;
-  }
-
-  apply(ops: Op[]): void {
-    const record: LogRecord = { seq: this.state.lastSeq + 1, at: this.now, ops };
-    this.state.apply(record);
-  }
-}
 
 function pages<T extends { id: string; createdAt: number }>(fetch: (after: PagePosition | undefined, limit: number) => { items: T[]; more: boolean }, limit: number): string[] {
   const out: string[] = [];
@@ -132,7 +114,7 @@ const byCreation = (users: Iterable<User>): string[] =>
   [...users].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((u) => u.id);
 
 test('State pages: every kind, every subset (walked or sorted), search, and after a merge import of older users', () => {
-  const h = new Harness();
+  const h = new StateHarness();
   h.commit((s, ctx) => decide.bootstrap(s, { email: 'admin@example.com', passwordHash: 'h' }, ctx));
   const big = h.commit((s, ctx) => decide.createApplication(s, { name: 'big' }, ctx));
   const small = h.commit((s, ctx) => decide.createApplication(s, { name: 'small' }, ctx));
@@ -192,7 +174,7 @@ function steppedPageSearch(state: State, term: string, workMax: number): (after:
 }
 
 test('pageSearch takes each of its ways (walk, the index\'s matches in creation order, all of them) and always agrees with a filter, in one step or many', () => {
-  const h = new Harness();
+  const h = new StateHarness();
   h.commit((s, ctx) => decide.bootstrap(s, { email: 'admin@example.com', passwordHash: 'h' }, ctx));
   const app = h.commit((s, ctx) => decide.createApplication(s, { name: 'a' }, ctx));
   // Bunched matches, so that paging "alpha" by 50 walks from the cursor (inside a block) and takes the

@@ -6,29 +6,12 @@ import { joined } from '../src/http/adapter.js';
 import { Renderer } from '../src/http/render.js';
 import type { RouteContext, RouteResult } from '../src/http/route.js';
 import { userRoutes } from '../src/http/routes/users.js';
-import type { Op, User } from '../src/domain/entities.js';
+import type { User } from '../src/domain/entities.js';
 import * as decide from '../src/store/decide.js';
-import type { DecideContext, Decision } from '../src/store/decide.js';
-import { State } from '../src/store/state.js';
+import { StateHarness } from './helpers/state-harness.js';
 
-class Harness {
-  readonly state = new State();
+class Harness extends StateHarness {
   readonly renderer = new Renderer('http://localhost:8080', this.state);
-  private now = 1_700_000_000_000_000;
-  private counter = 0;
-
-  commit<T>(fn: (s: State, ctx: DecideContext) => Decision<T>): T {
-    this.now += 1000;
-    const next = (): string => `id${String(++this.counter).padStart(6, '0')}`;
-    const ctx: DecideContext = { now: this.now, newId: next, newApikeyId: () => `K${String(++this.counter).padStart(24, '0')}`, newNonce: next };
-    const decision = fn(this.state, ctx);
-    if (decision.ops.length > 0) this.apply(decision.ops);
-    return decision.result;
-  }
-
-  apply(ops: Op[]): void {
-    this.state.apply({ seq: this.state.lastSeq + 1, at: this.now, ops });
-  }
 
   /** GET /users/search/{term}?{query}, through the route's own handler. */
   async search(term: string, query: string): Promise<{ users: Record<string, unknown>[]; next?: string }> {

@@ -463,3 +463,22 @@ export async function seedDataDir(opts: SeedOptions): Promise<SeedSummary> {
     baseSeq, hashMs, buildMs, writeMs, fixturesMs, totalMs: performance.now() - started,
   };
 }
+
+/**
+ * A search term as people type them (F' and the micro suite's search group): a first or last name, the first 1-6
+ * characters of an address, a company's name or its start. 1-2 character terms match hundreds of thousands of Users.
+ */
+export function randomSearchTerm(f: Fixtures, prng: Prng, n: number): { term: string; kind: string } {
+  const local = prng.pick(f.distinctCredentials).email.split('@')[0]!;
+  switch (n % 3) {
+    case 0: {
+      const [first = local, last = local] = local.split('.');
+      return { term: prng.int(0, 1) === 0 ? first : last.replace(/\d+$/, ''), kind: 'name' };
+    }
+    case 1: return { term: local.slice(0, prng.int(1, 6)), kind: 'email prefix' };
+    default: {
+      const company = (f.companyNames.length === 0 ? local : prng.pick(f.companyNames)).toLowerCase();
+      return { term: prng.int(0, 1) === 0 ? company.split(' ')[0]! : company.slice(0, prng.int(3, company.length)), kind: 'company' };
+    }
+  }
+}

@@ -6,7 +6,7 @@
 // as one client application's would be.
 
 import { ApiKeySecrets } from '../../src/auth/apikey-secrets.js';
-import type { Credential } from './dataset.js';
+import { randomSearchTerm, type Credential } from './dataset.js';
 import { Prng } from './prng.js';
 import { describeCpu, type ScenarioResult } from './report.js';
 import { adminHeaders, endUserAddress, unexpected, type ScenarioContext } from './scenario-kit.js';
@@ -185,28 +185,11 @@ export async function userReadRandom(ctx: ScenarioContext, rt: RealTraffic): Pro
     { requestsInFile: requests.length, replyBytes: Buffer.byteLength(reply) });
 }
 
-/** A search term as people type them: a first or last name, the start of an address, a company's name or its start. */
-function randomTerm(ctx: ScenarioContext, prng: Prng, n: number): { term: string; kind: string } {
-  const f = ctx.fixtures;
-  const local = prng.pick(f.distinctCredentials).email.split('@')[0]!;
-  switch (n % 3) {
-    case 0: {
-      const [first = local, last = local] = local.split('.');
-      return { term: prng.int(0, 1) === 0 ? first : last.replace(/\d+$/, ''), kind: 'name' };
-    }
-    case 1: return { term: local.slice(0, prng.int(1, 6)), kind: 'email prefix' };
-    default: {
-      const company = (f.companyNames.length === 0 ? local : prng.pick(f.companyNames)).toLowerCase();
-      return { term: prng.int(0, 1) === 0 ? company.split(' ')[0]! : company.slice(0, prng.int(3, company.length)), kind: 'company' };
-    }
-  }
-}
-
 /** F': GET /users/search/{term}?limit=20 with random terms over every User, one connection: the latency one person's search meets. */
 export async function searchRandom(ctx: ScenarioContext, rt: RealTraffic): Promise<ScenarioResult> {
   const { authorization } = adminHeaders(ctx.fixtures);
   const prng = new Prng(prngSeed + 2);
-  const terms = Array.from({ length: termsPerFile }, (_, n) => randomTerm(ctx, prng, n));
+  const terms = Array.from({ length: termsPerFile }, (_, n) => randomSearchTerm(ctx.fixtures, prng, n));
   const requests: GenRequest[] = terms.map((t) => ({ method: 'GET', path: `/users/search/${encodeURIComponent(t.term)}?limit=${searchPageLimit}`, headers: { authorization: authorization! } }));
   const reply = await realAnswer(ctx, requests[0]!, "F'", '"users"');
   const m = await measurePair({ ...ctx, connections: searchConnections }, rt, rt.generator.prepare('search-random', requests), reply);

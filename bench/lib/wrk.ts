@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runLoad, type LoadResult } from './load.js';
 import { procCpuSeconds } from './processes.js';
-import { generatorBusyShareMax, type CpuShare } from './report.js';
+import type { CpuShare } from './report.js';
 
 /** One wrk thread: on 2 cores the server keeps the other core. */
 const wrkThreads = 1;
