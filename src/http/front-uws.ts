@@ -30,7 +30,12 @@ function encodedBody(body: BodyText): string | Buffer {
   // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
   let bytesMax = 0;
   for (const piece of body) bytesMax += piece.length * 3;
-  if (bytesMax > replyEncodeBytesMax) return joined(body);
+  if (bytesMax > replyEncodeBytesMax) {
+    // The bound is three times the usual size: count exactly before giving up on the buffer.
+    let bytes = 0;
+    for (const piece of body) bytes += Buffer.byteLength(piece, 'utf8');
+    if (bytes > replyEncodeBytesMax) return joined(body);
+  }
   let end = 0;
   for (const piece of body) end += replyScratch.write(piece, end, 'utf8');
   return replyScratch.subarray(0, end);

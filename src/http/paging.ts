@@ -82,23 +82,28 @@ export function pageRequest(query: string): PageRequest | undefined {
  * next would take the page past pageBytesMax: the page then ends there (with at least one item) and `next`
  * names its last item, so the following page starts with the item left out.
  */
-export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string): string {
-  const items: string[] = [];
+export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string): readonly string[] {
+  // In pieces, not joined: a page of kept renderings is sent without being copied into one string first.
+  const pieces: string[] = [`{"${key}":[`];
   let bytes = 0;
   let more = page.more;
+  let count = 0;
   for (const item of page.items) {
     const json = render(item);
     // +1: the comma between items.
     bytes += Buffer.byteLength(json, 'utf8') + 1;
-    if (bytes > pageBytesMax && items.length > 0) {
+    if (bytes > pageBytesMax && count > 0) {
       more = true;
       break;
     }
-    items.push(json);
+    if (count > 0) pieces.push(',');
+    pieces.push(json);
+    count++;
   }
-  const last = page.items[items.length - 1];
+  const last = page.items[count - 1];
   const next = more && last !== undefined ? `,"next":"${encodeCursor(last)}"` : '';
-  return `{"${key}":[${items.join(',')}]${next}}`;
+  pieces.push(`]${next}}`);
+  return pieces;
 }
 
 /**
