@@ -41,6 +41,8 @@ const steadyRssBytesMax = 900e6;
 const indexPollMs = 100;
 /** Past this after /health OK, G gives up waiting for the search index and reports the RSS it has. */
 const indexWaitMsMax = 180_000;
+/** A /metrics request of G's that takes longer is abandoned, and asked again. */
+const metricsRequestTimeoutMs = 2000;
 /** A million users take a while to load on a slow machine; far past the target, but a result rather than a hang. */
 const startTimeoutMs = 180_000;
 /** Above this one-minute load average before we start, something else is using the CPU and the numbers will show it. */
@@ -147,7 +149,7 @@ const recoveredLineWaitMs = 2000;
 /** The server's authd_search_index_building gauge (1 while the search index is built), or undefined if /metrics did not give it. */
 async function searchIndexBuilding(port: number, headers: Record<string, string>): Promise<number | undefined> {
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers });
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers, signal: AbortSignal.timeout(metricsRequestTimeoutMs) });
     const m = /^authd_search_index_building (\d+)/m.exec(await res.text());
     return res.status === 200 && m !== null ? Number(m[1]) : undefined;
   } catch {
