@@ -26,7 +26,7 @@ import * as auth from './lib/auth-scenarios.js';
 import * as data from './lib/data-scenarios.js';
 import * as real from './lib/real-traffic.js';
 import { autocannonGenerator, ensureWrk, wrkGenerator } from './lib/wrk.js';
-import type { ScenarioContext } from './lib/scenario-kit.js';
+import { adminHeaders, type ScenarioContext } from './lib/scenario-kit.js';
 import { describePauses, serverWindow } from './lib/server-pauses.js';
 
 const fullUsers = 1_000_000;
@@ -35,9 +35,15 @@ const quickUsers = 100_000;
 const connectionsDefault = 50;
 const fullTimes = { warmS: 2, measureS: 10, argon2MeasureS: 15 };
 const quickTimes = { warmS: 1, measureS: 3, argon2MeasureS: 5 };
-/** Scenario G's targets. */
-const startupMsMax = 5000;
-const startupRssBytesMax = 1.5e9;
+/** Scenario G's targets: spawn to /health OK, and RSS once the background indexes are complete (the steady state). */
+const startupMsMax = 3000;
+const steadyRssBytesMax = 900e6;
+/** G polls the server's authd_search_index_building gauge this often until it reads 0. */
+const indexPollMs = 100;
+/** Past this after /health OK, G gives up waiting for the search index and reports the RSS it has. */
+const indexWaitMsMax = 180_000;
+/** A /metrics request of G's that takes longer is abandoned, and asked again. */
+const metricsRequestTimeoutMs = 2000;
 /** A million users take a while to load on a slow machine; far past the target, but a result rather than a hang. */
 const startTimeoutMs = 180_000;
 /** Above this one-minute load average before we start, something else is using the CPU and the numbers will show it. */
@@ -143,19 +149,48 @@ async function startAuthd(dirs: Dirs, frontEnd: FrontEndKind, logLevel: string):
 /** How long to wait for the "state recovered" line once /health answers: it was written before listening, but the log file is read every 25 ms. */
 const recoveredLineWaitMs = 2000;
 
-/** G: spawn to /health OK, the server's own recovery time (logged at info, so this start logs at info), and memory. */
+/** The server's authd_search_index_building gauge (1 while the search index is built), or undefined if /metrics did not give it. */
+async function searchIndexBuilding(port: number, headers: Record<string, string>): Promise<number | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers, signal: AbortSignal.timeout(metricsRequestTimeoutMs) });
+    const m = /^authd_search_index_building (\d+)/m.exec(await res.text());
+    return res.status === 200 && m !== null ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * G: spawn to /health OK and the server's own recovery time (logged at info, so this start logs at info);
+ * RSS when /health answers, and again once the memberships and search postings a load leaves to the
+ * background are complete (the gauge reads 0: the membership walk comes first), which is the steady state
+ * the memory target is about; peak RSS (VmHWM) over both.
+ */
 async function startup(dirs: Dirs, frontEnd: FrontEndKind, users: number): Promise<ScenarioResult> {
-  const { server, spawnToHealthyMs, recovered } = await startAuthd(dirs, frontEnd, 'info');
-  const rss = procStatusBytes(server.pid, 'VmRSS');
+  const fixtures = JSON.parse(readFileSync(dirs.fixturesFile, 'utf8')) as Fixtures;
+  const { server, port, spawnToHealthyMs, recovered } = await startAuthd(dirs, frontEnd, 'info');
+  const healthyAt = performance.now();
+  const rssAtHealthy = procStatusBytes(server.pid, 'VmRSS');
+  let indexedAfterMs: number | undefined;
+  while (performance.now() - healthyAt < indexWaitMsMax && server.alive) {
+    if (await searchIndexBuilding(port, adminHeaders(fixtures)) === 0) {
+      indexedAfterMs = performance.now() - healthyAt;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, indexPollMs));
+  }
+  const rssIndexed = procStatusBytes(server.pid, 'VmRSS');
   const hwm = procStatusBytes(server.pid, 'VmHWM');
   const recoveredMs = await Promise.race([recovered, new Promise<undefined>((r) => setTimeout(() => r(undefined), recoveredLineWaitMs))]);
   await server.stop();
-  const pass = spawnToHealthyMs <= startupMsMax && hwm <= startupRssBytesMax;
+  const pass = spawnToHealthyMs <= startupMsMax && indexedAfterMs !== undefined && rssIndexed <= steadyRssBytesMax;
+  const indexed = indexedAfterMs === undefined ? `search index not complete ${indexWaitMsMax / 1000} s after /health OK` : `search index complete ${(indexedAfterMs / 1000).toFixed(1)} s after /health OK`;
   return {
     id: 'G', name: `start-up of ${users.toLocaleString('en-US')} users`, reqPerSec: null, p50Ms: null, p99Ms: null, ratio: null, ceiling: null,
-    target: `<= ${startupMsMax / 1000} s, RSS <= ${mb(startupRssBytesMax)}`, pass,
-    verdict: `${(spawnToHealthyMs / 1000).toFixed(2)} s spawn to /health OK (state recovered in ${recoveredMs === undefined ? '?' : (recoveredMs / 1000).toFixed(2)} s); RSS ${mb(rss)}, peak ${mb(hwm)}`,
-    extra: { spawnToHealthyMs, stateRecoveredMs: recoveredMs, rssBytes: rss, peakRssBytes: hwm },
+    target: `<= ${startupMsMax / 1000} s, RSS <= ${mb(steadyRssBytesMax)} once indexed`, pass,
+    verdict: `${(spawnToHealthyMs / 1000).toFixed(2)} s spawn to /health OK (state recovered in ${recoveredMs === undefined ? '?' : (recoveredMs / 1000).toFixed(2)} s), ` +
+      `RSS ${mb(rssAtHealthy)}; ${indexed}, RSS ${mb(rssIndexed)}; peak ${mb(hwm)}`,
+    extra: { spawnToHealthyMs, stateRecoveredMs: recoveredMs, rssAtHealthyBytes: rssAtHealthy, indexedAfterHealthyMs: indexedAfterMs, rssIndexedBytes: rssIndexed, peakRssBytes: hwm },
   };
 }
 

@@ -366,3 +366,32 @@ test('a reference to a string the dictionary does not hold is invalid', async (t
   handMade(path, snapshotFormatVersion, [{ kind: 'user', entities: [Buffer.from([0x81, 0xa1, 0x61, 0xd4, 0x53, 0x00, 0x05])] }]);
   await expectInvalid(path, (err) => assert.match(err.message, /not in the string dictionary/));
 });
+
+test('a User\'s own strings are written with a 16- or 32-bit length header, so a load makes each a string of its own (issue 24)', async (t) => {
+  // msgpackr's native extraction slices runs of short strings out of one string of the frame's bytes, and a
+  // kept slice keeps the run: a str16/str32 header makes a string on its own. Any msgpack reader reads it.
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const state = populated(0);
+  const email = 'émile.zola-naturaliste@example.org';
+  const passwordHash = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaA';
+  const note = 'n'.repeat(300);
+  const huge = 'h'.repeat(70_000);
+  state.maps.get('user')!.set('user-id-0123456789', user('user-id-0123456789', 'Short', {
+    email, passwordHash, customData: { note, huge, plan: 'pro' },
+    apikeys: [{ id: 'APIKEYID0123456789ABCDEFG', name: 'default', description: '', status: 'ENABLED', nonce: 'nonce-0123456789abcdef', createdAt: 1, modifiedAt: 1 }],
+  }));
+  const written = await writeSnapshot(storage, dir, { ...state.snapshotSource(), shareStrings: withSharedStrings });
+  const file = readFileSync(written.path);
+  const str16 = (s: string): Buffer => Buffer.concat([Buffer.from([0xda, Buffer.byteLength(s) >> 8, Buffer.byteLength(s) & 0xff]), Buffer.from(s)]);
+  for (const own of ['user-id-0123456789', email, passwordHash, note, 'APIKEYID0123456789ABCDEFG', 'nonce-0123456789abcdef']) {
+    assert.ok(file.includes(str16(own)), `${own.slice(0, 40)} has a str16 header`);
+  }
+  const str32 = Buffer.alloc(5);
+  str32[0] = 0xdb;
+  str32.writeUInt32BE(huge.length, 1);
+  assert.ok(file.includes(Buffer.concat([str32, Buffer.from(huge)])), 'a string over 65,535 bytes has a str32 header');
+  assert.ok(file.includes(Buffer.from([0xa5, ...Buffer.from('Short')])), 'a string under 13 characters is written as usual');
+  const restored = restoredFrom(await readSnapshot(storage, written.path));
+  assert.deepEqual(restored.dump(), state.dump());
+});

@@ -25,6 +25,15 @@
 // A reader tries both on the header frame and then requires the one its version names.
 // Version 1 files (no dictionary), 2 (no list dictionary) and 3 (CRC32C) are still read.
 //
+// Strings of their own: a string that is not in the dictionary and that a decoded entity keeps (a User's
+// id, email, name, password hash) is written with a 16-bit (or 32-bit) length header whatever its length,
+// which msgpack allows. msgpackr's native string extraction decodes runs of short ASCII strings a frame
+// holds as one string, of all the frame's bytes from the first to the last, and hands out slices of it:
+// one kept slice keeps the whole run, so a million loaded Users would keep most of the bytes of the
+// snapshot file in memory besides their strings. A string with such a header is made on its own, so the
+// runs hold only the short strings between, which slicing copies (V8 copies slices under 13 characters)
+// and which die with the run. Any msgpack reader reads it as a string: the format does not change.
+//
 // Entities in a chunk use msgpackr records in sequential mode: each key set is defined inline once
 // per frame and later entities refer to it, so a frame still decodes on its own (no shared
 // structures), while keys are not repeated for every entity: a smaller file and a faster bulk decode
@@ -125,6 +134,46 @@ class SharedString {
   constructor(readonly index: number) {}
 }
 
+/** A string packed with a str16 or str32 header whatever its length, so a load makes it a string of its own (see the top of this file). */
+class SeparateString {
+  constructor(readonly value: string) {}
+}
+
+/** Shorter strings are copied out of a run anyway (V8 makes no slice under 13 characters), so they are written as usual. */
+const separateStringCharsMin = 13;
+
+/** The string as the snapshot writer should pack it (see SeparateString). */
+function separate(s: string): unknown {
+  return s.length < separateStringCharsMin ? s : new SeparateString(s);
+}
+
+/** Writes the string in place with no extension header: what msgpackr does with a pack() that allocates rather than returns bytes. */
+function packSeparate(str: SeparateString, allocateForWrite: (bytes: number) => { target: Buffer; position: number }): undefined {
+  const bytes = Buffer.byteLength(str.value, 'utf8');
+  const header = bytes <= 0xffff ? 3 : 5;
+  const { target, position } = allocateForWrite(header + bytes);
+  if (header === 3) {
+    target[position] = 0xda;
+    target.writeUInt16BE(bytes, position + 1);
+  } else {
+    target[position] = 0xdb;
+    target.writeUInt32BE(bytes, position + 1);
+  }
+  target.write(str.value, position + header, bytes, 'utf8');
+  return undefined;
+}
+
+addExtension({
+  Class: SeparateString,
+  // Never written (packSeparate writes a plain msgpack string), but msgpackr wants one; data of this type is refused.
+  type: 0x46,
+  // msgpackr's types leave out the second argument, with which a pack() writes in place.
+  pack: packSeparate as unknown as (value: unknown) => Buffer,
+  unpack: () => {
+    throw new Error('extension type 0x46 is never written');
+  },
+});
+
 /** msgpack extension type of a reference into the snapshot's list dictionary ('L'). */
 const sharedListExt = 0x4c;
 
@@ -180,11 +229,12 @@ class DictionaryWriter {
   /** Encoded bytes the added strings can take (UTF-8 at most 3 per UTF-16 unit, plus a header): counted towards the chunk's size. */
   addedBytes = 0;
 
-  readonly share = (s: string): unknown => {
-    if (s.length > snapshotSharedStringCharsMax) return s;
+  /** `repeated`: whether the string is worth a dictionary entry; one that does not get one is written as a string of its own. */
+  readonly share = (s: string, repeated = true): unknown => {
+    if (!repeated || s.length > snapshotSharedStringCharsMax) return separate(s);
     let ref = this.refs.get(s);
     if (ref === undefined) {
-      if (this.refs.size >= snapshotSharedStringsMax) return s;
+      if (this.refs.size >= snapshotSharedStringsMax) return separate(s);
       ref = new SharedString(this.refs.size);
       this.refs.set(s, ref);
       this.added.push(s);
@@ -201,21 +251,21 @@ class DictionaryWriter {
    */
   readonly shareList = (list: readonly string[]): unknown => {
     if (list.length === 0) return list;
-    if (list.length > snapshotSharedListItemsMax) return list.map(this.share);
+    if (list.length > snapshotSharedListItemsMax) return list.map((s) => this.share(s));
     let node = this.listRoot;
     for (const s of list) {
       const ref = this.share(s);
-      if (!(ref instanceof SharedString)) return list.map(this.share);
+      if (!(ref instanceof SharedString)) return list.map((s) => this.share(s));
       let child = node.next?.get(ref);
       if (child === undefined) {
-        if (this.listsCount >= snapshotSharedListsMax) return list.map(this.share);
+        if (this.listsCount >= snapshotSharedListsMax) return list.map((s) => this.share(s));
         child = {};
         (node.next ??= new Map()).set(ref, child);
       }
       node = child;
     }
     if (node.ref === undefined) {
-      if (this.listsCount >= snapshotSharedListsMax) return list.map(this.share);
+      if (this.listsCount >= snapshotSharedListsMax) return list.map((s) => this.share(s));
       node.ref = new SharedList(this.listsCount++);
       const indices = list.map((s) => this.refs.get(s)!.index);
       this.addedLists.push(indices);

@@ -11,8 +11,12 @@
 
 import type { ApiKey, Application, EntityKind, Group, JsonObject, Organization, User } from '../domain/entities.js';
 
-/** What the snapshot writer passes for a string: the dictionary's reference to it, or the string itself. */
-export type ShareString = (s: string) => unknown;
+/**
+ * What the snapshot writer passes for a string: the dictionary's reference to it, or the string in a form
+ * a load makes into a string of its own. `repeated` false: a string only this entity holds (a User's id,
+ * email, name, password hash), which never takes a dictionary entry (src/persist/snapshot.ts says why).
+ */
+export type ShareString = (s: string, repeated?: boolean) => unknown;
 /** And for a list of strings (a User's memberships): a reference to the one copy every User with that list gets, or the list written out. */
 export type ShareList = (list: readonly string[]) => unknown;
 
@@ -31,8 +35,15 @@ function sharedCustomData(data: JsonObject | null, share: ShareString): JsonObje
   return out as JsonObject;
 }
 
+/** Each string field of an API Key in its place (the key order, and so the record structure, stays the key's own). */
 function sharedApiKey(key: ApiKey, share: ShareString): unknown {
-  return { ...key, status: share(key.status) };
+  const out: Record<string, unknown> = { ...key };
+  for (const field of ['id', 'name', 'description', 'status', 'nonce'] as const) {
+    const value = key[field];
+    // Its id and nonce are the key's alone; a name, a description and the status often repeat.
+    if (typeof value === 'string') out[field] = share(value, field !== 'id' && field !== 'nonce');
+  }
+  return out;
 }
 
 /**
@@ -46,6 +57,10 @@ export function withSharedStrings(kind: EntityKind, value: unknown, share: Share
       const user = value as User;
       return {
         ...user,
+        id: share(user.id, false),
+        email: share(user.email, false),
+        name: share(user.name, false),
+        passwordHash: share(user.passwordHash, false),
         status: share(user.status),
         organization: share(user.organization),
         applications: shareList(user.applications),
