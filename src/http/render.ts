@@ -73,20 +73,25 @@ export class Renderer {
   organizationHref(id: string): string { return `${this.publicUrl}/organizations/organization/${id}`; }
 
   application(app: Application): string {
-    return memo(this.applicationJson, app, (a) => JSON.stringify({
-      id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status,
-      href: this.applicationHref(a.id),
-      created_at: formatTimestamp(a.createdAt), modified_at: formatTimestamp(a.modifiedAt),
-    }));
+    return memo(this.applicationJson, app, this.renderApplication);
   }
 
   group(group: Group): string {
-    return memo(this.groupJson, group, (g) => JSON.stringify({
-      id: g.id, name: g.name, description: g.description, custom_data: g.customData,
-      status: g.status, application: g.application, href: this.groupHref(g.id),
-      created_at: formatTimestamp(g.createdAt), modified_at: formatTimestamp(g.modifiedAt),
-    }));
+    return memo(this.groupJson, group, this.renderGroup);
   }
+
+  /** Made once, as fields: a kept rendering's lookup allocates no closure. */
+  private readonly renderApplication = (a: Application): string => JSON.stringify({
+    id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status,
+    href: this.applicationHref(a.id),
+    created_at: formatTimestamp(a.createdAt), modified_at: formatTimestamp(a.modifiedAt),
+  });
+
+  private readonly renderGroup = (g: Group): string => JSON.stringify({
+    id: g.id, name: g.name, description: g.description, custom_data: g.customData,
+    status: g.status, application: g.application, href: this.groupHref(g.id),
+    created_at: formatTimestamp(g.createdAt), modified_at: formatTimestamp(g.modifiedAt),
+  });
 
   organization(org: Organization): string {
     return JSON.stringify({
