@@ -12,7 +12,6 @@ import { closeSync, constants as fsConstants, fchmodSync, fstatSync, ftruncateSy
 import { join, resolve } from 'node:path';
 import { flockCommandMsMax, privateFileMode } from '../config/limits.js';
 import { lockFileName } from './layout.js';
-import type { FileLock, Storage, StorageError } from './storage.js';
 
 /** The directory is locked by another open file: another authd or authctl, here or in another container. */
 export class LockError extends Error {
@@ -32,8 +31,21 @@ export class LockUnavailableError extends Error {
   }
 }
 
+/** An exclusive lock on a file, held until release() or until this process dies, whichever comes first. */
+export interface FileLock {
+  readonly path: string;
+  /** Drops the lock; the file stays. Safe to call more than once. */
+  release(): Promise<void>;
+}
+
 /** The held lock; release() drops it, and the LOCK file stays (see holdFileLock). */
 export type DirLock = FileLock;
+
+/** What acquireLock asks of a Storage (src/persist/storage.ts, which takes its locks from holdFileLock below). */
+interface LockingStorage {
+  lockExclusive(path: string, info: Uint8Array): Promise<FileLock | undefined>;
+  readFile(path: string): Promise<Uint8Array>;
+}
 
 /** The lock command, looked up on PATH: util-linux's; busybox's lists the same short options (`-x -n FD`). */
 const flockCommand = 'flock';
@@ -47,7 +59,7 @@ const holderInfoCharsMax = 80;
  * another opener in this one). Throws LockUnavailableError when no lock can be taken: the directory is
  * then not opened at all, since without the lock two processes could both append to the log.
  */
-export async function acquireLock(storage: Storage, dir: string): Promise<DirLock> {
+export async function acquireLock(storage: LockingStorage, dir: string): Promise<DirLock> {
   const path = resolve(join(dir, lockFileName));
   const held = await storage.lockExclusive(path, Buffer.from(`${process.pid}\n`));
   if (held === undefined) {
@@ -58,7 +70,7 @@ export async function acquireLock(storage: Storage, dir: string): Promise<DirLoc
 }
 
 /** What the last holder wrote into the file (its pid, in its own pid namespace), for the message only. */
-async function holderInfo(storage: Storage, path: string): Promise<string> {
+async function holderInfo(storage: LockingStorage, path: string): Promise<string> {
   try {
     const text = Buffer.from(await storage.readFile(path)).toString('utf8').trim().slice(0, holderInfoCharsMax);
     return /^[\x20-\x7e]+$/.test(text) ? `; its last holder wrote "${text}" into it` : '';
@@ -102,7 +114,7 @@ function flockExclusive(fd: number, path: string): boolean {
   const result = spawnSync(flockCommand, ['-x', '-n', '3'], { stdio: ['ignore', 'ignore', 'pipe', fd], timeout: flockCommandMsMax });
   const stderr = result.stderr?.toString('utf8').trim() ?? '';
   if (result.error !== undefined) {
-    if ((result.error as StorageError).code === 'ENOENT') {
+    if ((result.error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new LockUnavailableError(path,
         `cannot lock ${path}: the \`${flockCommand}\` command is not on PATH (${process.env['PATH'] ?? ''}). The data directory lock needs it ` +
         '(Debian, Ubuntu, Fedora: package util-linux; Alpine: busybox or util-linux; macOS: `brew install flock`)');
@@ -121,7 +133,7 @@ function statOrUndefined(path: string): ReturnType<typeof statSync> | undefined 
   try {
     return statSync(path);
   } catch (err) {
-    if ((err as StorageError).code === 'ENOENT') return undefined;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
 }

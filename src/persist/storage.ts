@@ -7,7 +7,9 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { privateDirMode, privateFileMode } from '../config/limits.js';
-import { holdFileLock } from './lock.js';
+import { holdFileLock, type FileLock } from './lock.js';
+
+export type { FileLock } from './lock.js';
 
 /** A file open for writing at its end. Writes are not durable until datasync() or sync() resolves. */
 export interface WritableFile {
@@ -30,13 +32,6 @@ export interface ReadableFile {
   /** Reads up to length bytes at position into target[0..]; resolves with the count read (0 at end of file). */
   read(target: Uint8Array, length: number, position: number): Promise<number>;
   close(): Promise<void>;
-}
-
-/** An exclusive lock on a file, held until release() or until this process dies, whichever comes first. */
-export interface FileLock {
-  readonly path: string;
-  /** Drops the lock; the file stays. Safe to call more than once. */
-  release(): Promise<void>;
 }
 
 /** A Node errno-style error: Storage implementations reject with these so callers can test `code`. */
