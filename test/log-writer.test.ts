@@ -73,7 +73,7 @@ test("an authentication's line from its parts, kept (as bytes) or not, is the li
     const text = authenticationTargets(c.application, c.user, c.apikey);
     for (const caller of [null, 'c1', 'bad "caller"\u2029']) {
       audit.record({ action: 'authenticate', caller, targets, outcome: c.outcome, reason: c.reason, address: c.address, peer: c.peer });
-      audit.recordAuthentication(caller, text, c.outcome, c.reason, c.address, c.peer);
+      audit.recordAuthentication('authenticate', caller, text, c.outcome, c.reason, c.address, c.peer);
       audit.recordPrepared(audit.prepareAuthentication(text, c.outcome, c.reason, c.address, c.peer, { caller }), caller);
       // Kept for another caller: written as text, with this one.
       audit.recordPrepared(audit.prepareAuthentication(text, c.outcome, c.reason, c.address, c.peer, { caller: 'someone else' }), caller);

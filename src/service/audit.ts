@@ -100,11 +100,13 @@ export class Audit {
   }
 
   /**
-   * An authentication's line, from its parts: the hot path of POST /authenticate makes no entry or targets
-   * object for it. targets: authenticationTargets().
+   * A line of a credential check (`authenticate`, `caller.authenticate`), from its parts: the hot path of POST
+   * /authenticate makes no entry or targets object for it. targets: authenticationTargets().
    */
-  recordAuthentication(caller: string | null, targets: string, outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined): void {
-    if (this.sink !== undefined) this.write(authenticateAction, caller, restText(targets, outcome, address, reason, peer));
+  recordAuthentication(
+    action: string, caller: string | null, targets: string, outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined,
+  ): void {
+    if (this.sink !== undefined) this.write(field(action), caller, restText(targets, outcome, address, reason, peer));
   }
 
   /**
@@ -157,7 +159,7 @@ function restText(targets: string, outcome: AuditOutcome, address: string, reaso
 /** The action of an authentication's line, as a JSON string. */
 const authenticateAction = field('authenticate');
 
-/** An authentication's targets as recordAuthentication takes them: those it has, in this order. */
+/** A credential check's targets as recordAuthentication takes them: those it has, in this order. */
 export function authenticationTargets(applicationId: string | undefined, userId: string | undefined, apikeyId: string | undefined): string {
   let targets = applicationId === undefined ? '' : `"application":${field(applicationId)}`;
   if (userId !== undefined) targets += `${targets === '' ? '' : ','}"user":${field(userId)}`;
