@@ -243,6 +243,9 @@ class DictionaryWriter {
     return ref;
   };
 
+  /** share() for the items of a list: a function of one argument, as map() calls it with the index second. */
+  private readonly shareRepeated = (s: string): unknown => this.share(s);
+
   /**
    * A list whose strings all went into the dictionary, as one reference; otherwise its strings one by one.
    * A snapshot shares two lists per User, so finding one must be cheap: a walk down the trie of its strings'
@@ -251,21 +254,21 @@ class DictionaryWriter {
    */
   readonly shareList = (list: readonly string[]): unknown => {
     if (list.length === 0) return list;
-    if (list.length > snapshotSharedListItemsMax) return list.map((s) => this.share(s));
+    if (list.length > snapshotSharedListItemsMax) return list.map(this.shareRepeated);
     let node = this.listRoot;
     for (const s of list) {
       const ref = this.share(s);
-      if (!(ref instanceof SharedString)) return list.map((s) => this.share(s));
+      if (!(ref instanceof SharedString)) return list.map(this.shareRepeated);
       let child = node.next?.get(ref);
       if (child === undefined) {
-        if (this.listsCount >= snapshotSharedListsMax) return list.map((s) => this.share(s));
+        if (this.listsCount >= snapshotSharedListsMax) return list.map(this.shareRepeated);
         child = {};
         (node.next ??= new Map()).set(ref, child);
       }
       node = child;
     }
     if (node.ref === undefined) {
-      if (this.listsCount >= snapshotSharedListsMax) return list.map((s) => this.share(s));
+      if (this.listsCount >= snapshotSharedListsMax) return list.map(this.shareRepeated);
       node.ref = new SharedList(this.listsCount++);
       const indices = list.map((s) => this.refs.get(s)!.index);
       this.addedLists.push(indices);
