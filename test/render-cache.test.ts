@@ -72,3 +72,26 @@ test('deleted entries leave the eviction order: the oldest live entry goes next,
   const order = (cache as unknown as { order: unknown[]; head: number });
   assert.ok(order.order.length - order.head <= 2 * live + 64, `the order holds ${order.order.length - order.head} slots for ${live} entries`);
 });
+
+test('once full, a new key is taken one time in admitEveryWhenFull; kept keys still grow and get replaced', () => {
+  const cache = new RenderCache<string, Entry>(10_000, 3_000, 4);
+  for (let i = 0; i < 8; i++) cache.keep(`k${i}`, { bytes: 900 });
+  assert.equal(cache.size, 8, 'while there is room, every key is taken');
+  const before = cache.bytes;
+  const taken: string[] = [];
+  for (let i = 8; i < 20; i++) {
+    cache.keep(`k${i}`, { bytes: 900 });
+    if (cache.get(`k${i}`) !== undefined) taken.push(`k${i}`);
+    assert.ok(cache.bytes <= 10_000);
+  }
+  assert.deepEqual(taken, ['k11', 'k15', 'k19'], 'every fourth new key pushes the oldest out');
+  assert.equal(cache.bytes, before);
+  // A kept key's entry that grows, or a new value under it, is not a new key: no turn to wait.
+  const kept = cache.get('k19')!;
+  kept.bytes += 500;
+  cache.keep('k19', kept);
+  assert.equal(cache.get('k19'), kept);
+  const replaced = { bytes: 900 };
+  cache.keep('k15', replaced);
+  assert.equal(cache.get('k15'), replaced);
+});

@@ -58,9 +58,13 @@ const fixtureApikeys = 1000;
 const fixtureRepeatedCredentials = 8;
 const fixtureDistinctCredentialsMax = 20_000;
 const fixtureUserIds = 2000;
-/** The production-like rows (A', D'): this many distinct API keys, and random User ids (repeats possible) to read. */
+/**
+ * The production-like rows (A', D'): this many distinct API keys, and random User ids (repeats possible) to read:
+ * as many as a D' run sends, so that its reads are spread over the whole data set and not over a set small
+ * enough for the render cache to hold.
+ */
 const fixtureDistinctApikeys = 10_000;
-const fixtureRandomUserIds = 50_000;
+const fixtureRandomUserIds = 300_000;
 /** Scenario M's writes: Users whose updates touch no credential the authenticate requests use. */
 const fixtureWritableUserIds = 1000;
 const searchCandidates = 160;

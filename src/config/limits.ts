@@ -158,12 +158,14 @@ export const snapshotsKept = 2;
 
 // Rendering and answer sizes (src/http/render.ts, src/http/render-cache.ts, src/http/paging.ts)
 /**
- * User renderings kept ready (GET of a User, POST /authenticate, first pages of searches), overhead included: the
+ * User renderings kept ready (GET of a User, POST /authenticate), overhead included: the
  * hot Users are authenticated, fetched and found again and again. A typical one is 1-3 KB, so this keeps some
  * twenty-five thousand. A bound smaller than the working set costs more than the memory it saves: every rendering
  * evicted and made again survives a young collection and is promoted before it dies.
  */
 export const renderCacheBytesMax = 64 * 1024 * 1024;
+/** Once the render cache is full, a User not kept yet is taken one time in this many (src/http/render-cache.ts). */
+export const renderCacheFullAdmitEvery = 8;
 /**
  * Users rendered once are marked in a bit table of this many bits (by id); a rendering is kept from the second on.
  * Wiped once it holds renderSightingsMax marks, which keeps false repeats near 1 in 8.

@@ -31,9 +31,14 @@ export class RenderCache<K, V extends CacheEntry> {
   private order: Array<Held<K, V> | undefined> = [];
   private head = 0;
   private heldBytes = 0;
+  /** New keys turned away since one was last taken while the cache was full. */
+  private turnedAway = 0;
 
-  /** bytesMax bounds the whole cache; an entry over entryBytesMax is never kept (it would push out hundreds of others). */
-  constructor(private readonly bytesMax: number, private readonly entryBytesMax: number) {}
+  /**
+   * bytesMax bounds the whole cache; an entry over entryBytesMax is never kept (it would push out hundreds of others).
+   * Once full, a new key is taken one time in admitEveryWhenFull, the others are not kept (see keep()).
+   */
+  constructor(private readonly bytesMax: number, private readonly entryBytesMax: number, private readonly admitEveryWhenFull = 1) {}
 
   /** Bytes held now, overhead included (the metric authd_render_cache_bytes). */
   get bytes(): number {
@@ -61,6 +66,9 @@ export class RenderCache<K, V extends CacheEntry> {
   /**
    * Keeps `value` under `key`, or takes note that the entry already kept there grew (call again after adding
    * to it). The oldest entries go until the total fits; an entry too large for entryBytesMax is dropped.
+   * A new key that would push others out is taken only one time in admitEveryWhenFull: with more Users asked
+   * for than fit, taking each would replace the whole cache over and over, and every replaced rendering
+   * outlives a young collection before it dies. A User asked for often still gets in after a few asks.
    */
   keep(key: K, value: V): void {
     const held = this.entries.get(key);
@@ -71,6 +79,10 @@ export class RenderCache<K, V extends CacheEntry> {
     }
     const charged = value.bytes + entryOverheadBytes;
     const current = this.entries.get(key);
+    if (held === undefined && this.heldBytes + charged > this.bytesMax) {
+      if (++this.turnedAway < this.admitEveryWhenFull) return;
+      this.turnedAway = 0;
+    }
     if (current === undefined) {
       const entry: Held<K, V> = { key, value, charged, live: true };
       this.entries.set(key, entry);

@@ -1,6 +1,6 @@
 // Explicit public representations: every field that leaves the process is chosen here; hashes and nonces cannot leak.
 
-import { renderCacheBytesMax, renderCacheEntryBytesMax, renderSightingBits, renderSightingsMax } from '../config/limits.js';
+import { renderCacheBytesMax, renderCacheEntryBytesMax, renderCacheFullAdmitEvery, renderSightingBits, renderSightingsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
 import { defaultRoles } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
@@ -55,7 +55,7 @@ export class Renderer {
   private readonly organizationBriefJson = new WeakMap<Organization, string>();
   private readonly organizationIdNameJson = new WeakMap<Organization, string>();
   /** Bounded by bytes (renderCacheBytesMax): a User's full rendering embeds the custom_data of all its memberships. */
-  private readonly keptUsers = new RenderCache<User, KeptUser>(renderCacheBytesMax, renderCacheEntryBytesMax);
+  private readonly keptUsers = new RenderCache<User, KeptUser>(renderCacheBytesMax, renderCacheEntryBytesMax, renderCacheFullAdmitEvery);
   /** Users rendered once, by id: a rendering is kept from a User's second one on, so one-off reads of many Users churn nothing. */
   private readonly renderedOnce = new Sightings(renderSightingBits, renderSightingsMax);
 

@@ -34,15 +34,12 @@ function searchTerm(raw: string): string {
 type RenderUser = (user: User) => string;
 
 /**
- * The full representation, or with `minimal=1` one without memberships and API Keys. `kept`: the full one from the
- * per-User cache, for a search page: a term's first page is the same earliest matches for everyone who types it,
- * so its Users are rendered again and again, and rendering each anew allocated several times the page's bytes per
- * search, whose collections made the slowest searches. Listings and unpaged searches (up to every User) render
- * without the cache, so a long listing does not push out what other replies keep.
+ * The full representation, or with `minimal=1` one without memberships and API Keys. Never from the per-User
+ * cache: random terms over many Users would cycle it, and every rendering it kept and then dropped would be
+ * promoted to the old generation first, whose collections made the slowest searches (see docs/performance.md).
  */
-function userRenderer(renderer: Renderer, query: string, kept = false): RenderUser {
-  if (minimalRequested(query)) return (u) => renderer.userMinimal(u);
-  return kept ? (u) => renderer.userFullKept(u) : (u) => renderer.userFull(u);
+function userRenderer(renderer: Renderer, query: string): RenderUser {
+  return minimalRequested(query) ? (u) => renderer.userMinimal(u) : (u) => renderer.userFull(u);
 }
 
 /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
@@ -92,7 +89,7 @@ export const userRoutes: readonly RouteDecl[] = [
     // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
     handler: ({ params, query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
-      const render = userRenderer(renderer, query, page !== undefined);
+      const render = userRenderer(renderer, query);
       const term = searchTerm(params['search'] ?? '');
       if (page !== undefined) {
         return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, render) }));
