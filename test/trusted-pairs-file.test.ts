@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { BruteForceLimiter, type LimiterSettings } from '../src/auth/limiter.js';
-import { TrustedPairsFile, trustedPairsFileName } from '../src/auth/trusted-pairs-file.js';
+import { digestedPairs, TrustedPairsFile, trustedPairsFileName } from '../src/auth/trusted-pairs-file.js';
 
 const settings: LimiterSettings = {
   failureFactor: 30, addressFailureFactor: 100, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000,
@@ -60,4 +60,24 @@ test('a pair trusted before a restart is trusted after it; the file holds keyed 
   const torn = new BruteForceLimiter(settings);
   assert.equal(new TrustedPairsFile({ dataDir, key, limiter: torn }).load(), 0, 'a torn file is ignored whole');
   assert.equal(new TrustedPairsFile({ dataDir: join(dataDir, 'missing'), key, limiter: torn }).load(), 0);
+});
+
+test('a save digests the pairs a slice per event-loop turn, not all in one', async () => {
+  const pairs = Array.from({ length: 2_500 }, (_, i): readonly [string, number, boolean] => [`p:k${i}`, 1_000 + i, i % 10 === 0]);
+  // Each digest notes how many turns of the event loop had passed when it was made.
+  let turns = 0;
+  let counting = true;
+  const tick = (): void => {
+    turns++;
+    if (counting) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const turnOfDigest: number[] = [];
+  const out = await digestedPairs(pairs, (key) => {
+    turnOfDigest.push(turns);
+    return `d:${key}`;
+  }, 1_000);
+  counting = false;
+  assert.deepEqual(out, pairs.map(([key, until, digested]) => [digested ? key : `d:${key}`, until]), 'digested in order; read-back digests as they were');
+  assert.ok(new Set(turnOfDigest).size >= 3, `2,250 digests at 1,000 per turn span at least 3 turns: ${[...new Set(turnOfDigest)].join(',')}`);
 });

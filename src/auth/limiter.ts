@@ -326,19 +326,19 @@ export class BruteForceLimiter {
   }
 
   /**
-   * The trusted pairs that have not expired, each as digest(pair key) and until when, for a file that outlives
-   * the process: keyed hashes only, never an account name or an address. Pairs read back and not yet met go
-   * along as they came.
+   * The trusted pairs that have not expired, oldest first, for a file that outlives the process: each by its pair
+   * key, or by the digest it was read back as when not met since (`digested`). The file digests the keys, a slice
+   * per event-loop turn (src/auth/trusted-pairs-file.ts), and holds keyed hashes only, never an account or an address.
    */
-  exportTrusted(digest: (pairKey: string) => string): Array<[digest: string, untilMs: number]> {
+  exportTrusted(): Array<readonly [key: string, untilMs: number, digested: boolean]> {
     const now = this.now();
-    const out: Array<[string, number]> = [];
-    for (const [key, until] of this.restoredPairs) if (until > now) out.push([key, until]);
-    for (const [key, until] of this.trustedPairs) if (until > now) out.push([digest(key), until]);
+    const out: Array<readonly [string, number, boolean]> = [];
+    for (const [key, until] of this.restoredPairs) if (until > now) out.push([key, until, true]);
+    for (const [key, until] of this.trustedPairs) if (until > now) out.push([key, until, false]);
     return out.slice(-bruteForceTrustedPairsMax);
   }
 
-  /** Trusted pairs from exportTrusted (of an earlier process), found later by the same digest. */
+  /** Trusted pairs from exportTrusted (of an earlier process, digested), found later by the same digest. */
   importTrusted(entries: Iterable<readonly [digest: string, untilMs: number]>, digest: (pairKey: string) => string): void {
     const now = this.now();
     const restored = new Map<string, number>();

@@ -13,14 +13,30 @@
 
 import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
-import { bruteForceTrustedPairsMax, privateFileMode, trustedPairDigestBytes } from '../config/limits.js';
+import { bruteForceTrustedPairsMax, privateFileMode, trustedPairDigestBytes, trustedPairDigestsPerTurn } from '../config/limits.js';
 import { KeyedHash } from './keyed-hash.js';
 import type { BruteForceLimiter } from './limiter.js';
 
 const magic = Buffer.from('authdtp1', 'latin1');
 const recordBytes = trustedPairDigestBytes + 8;
 const fileBytesMax = magic.length + recordBytes * bruteForceTrustedPairsMax;
+
+/**
+ * The limiter's export with every pair key replaced by its digest, perTurn digests per event-loop turn: a keyed
+ * hash costs about a microsecond, and a full table holds bruteForceTrustedPairsMax pairs.
+ */
+export async function digestedPairs(
+  pairs: ReadonlyArray<readonly [key: string, untilMs: number, digested: boolean]>, digest: (pairKey: string) => string, perTurn: number,
+): Promise<Array<[digest: string, untilMs: number]>> {
+  const out: Array<[string, number]> = [];
+  for (const [key, until, digested] of pairs) {
+    out.push([digested ? key : digest(key), until]);
+    if (out.length % perTurn === 0) await nextTurn();
+  }
+  return out;
+}
 
 /** The file's name in the data directory. */
 export const trustedPairsFileName = 'trusted-pairs';
@@ -102,7 +118,7 @@ export class TrustedPairsFile {
   }
 
   private async write(): Promise<void> {
-    const pairs = this.#limiter.exportTrusted(this.#digest);
+    const pairs = await digestedPairs(this.#limiter.exportTrusted(), this.#digest, trustedPairDigestsPerTurn);
     const bytes = Buffer.alloc(magic.length + recordBytes * pairs.length);
     magic.copy(bytes, 0);
     let at = magic.length;

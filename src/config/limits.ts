@@ -91,6 +91,8 @@ export const bruteForceEvictionTriesMax = 8;
 export const hashQueueAddressShareMax = 0.25;
 /** A TrustedPairsFile saves the trusted pairs this often (and when closed at a graceful shutdown). */
 export const trustedPairsSaveIntervalMs = 5 * 60_000;
+/** Trusted pairs a save digests per event-loop turn (a keyed hash each). */
+export const trustedPairDigestsPerTurn = 1000;
 /** Bytes of the keyed hash that name a trusted pair in that file: 128 bits, collisions are out of reach. */
 export const trustedPairDigestBytes = 16;
 
