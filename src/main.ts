@@ -153,7 +153,8 @@ async function main(): Promise<void> {
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, idleMs: config.verifyCacheIdleMs, entriesMax: verifyCacheEntriesMax });
   const limiter = new BruteForceLimiter(config.bruteForce);
   // Pairs that succeeded before a restart stay trusted through it (src/auth/trusted-pairs-file.ts).
-  const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, key: secrets.subkey('authd-trusted-pairs-v1'), limiter });
+  limiter.useTrustKey(secrets.subkey('authd-trusted-pairs-v2'));
+  const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, limiter });
   trustedPairs.load();
   trustedPairs.start(trustedPairsSaveIntervalMs);
   const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger, { limiter, audit });

@@ -26,8 +26,8 @@
 // its next few attempts (fewer than bruteForceTrustedPairFailuresMax failed or in flight). Only a success
 // creates the exemption, so an attacker cannot, and one who shares the owner's address gets those few
 // guesses at most. Such a pair, with no failure since, is also known good to the hash pool (trusted()):
-// its verifications go before everyone else's. The trusted pairs can outlive a restart as a file of
-// keyed hashes (exportTrusted, importTrusted; src/auth/trusted-pairs-file.ts).
+// its verifications go before everyone else's. The trusted pairs are kept as keyed fingerprints
+// (src/auth/trusted-pairs.ts) and can outlive a restart as a file of them (src/auth/trusted-pairs-file.ts).
 //
 // A counter exists only where a failure happened, or while an attempt on its key is being evaluated
 // asynchronously (a hash to wait for, a tarpit): an attempt answered in the same turn it was admitted
@@ -35,10 +35,11 @@
 // no failure on record creates, writes and drops nothing. The one attempt admitted last and not yet
 // settled is counted in flight, counters made for it, as soon as the limiter is asked anything else.
 //
-// Everything is bounded: at most bruteForceCountersMax counters (and those of attempts in flight) and
-// bruteForceTrustedPairsMax pairs, oldest idle first out, each in O(1) (RecencyMap). A counter pushed out that had reached a lockout or slowing step is kept aside
-// (at most bruteForceEscalationsMax of them, each costing an attacker a factor's worth of failures) and
-// comes back with its key, so a flood of fresh counters cannot hand an attacker a fresh start.
+// Everything is bounded: at most bruteForceCountersMax counters (and those of attempts in flight), oldest idle
+// first out, each in O(1) (RecencyMap), and bruteForceTrustedPairSlots trusted pairs. A counter pushed out that
+// had reached a lockout or slowing step is kept aside (at most bruteForceEscalationsMax of them, each costing an
+// attacker a factor's worth of failures) and comes back with its key, so a flood of fresh counters cannot hand
+// an attacker a fresh start.
 
 import { isIPv6 } from 'node:net';
 import { RecencyMap } from './recency-map.js';
@@ -46,8 +47,9 @@ import type { Config } from '../config/config.js';
 import {
   bruteForceAddressBacklogMs, bruteForceCounterTouchMs, bruteForceCountersMax, bruteForceEscalationsMax, bruteForceEvictionTriesMax,
   bruteForceKeyCharsMax,
-  bruteForceTrustedPairFailuresMax, bruteForceTrustedPairsMax, bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
+  bruteForceTrustedPairFailuresMax, bruteForceTrustedPairSlots, bruteForceTrustedPairTtlMs, bruteForceWaitersMax,
 } from '../config/limits.js';
+import { TrustedPairs } from './trusted-pairs.js';
 
 /** The limiter's settings are exactly the BRUTE_FORCE_* configuration (src/config/config.ts). */
 export type LimiterSettings = Config['bruteForce'];
@@ -188,11 +190,8 @@ export class BruteForceLimiter {
   private generation = 0;
   /** The attempt admitted last, not yet settled nor counted in flight (see the top of this file). */
   private uncounted: Ticket | undefined;
-  /** pair key -> until when it is exempt from its account's lockout and its address's slowing. */
-  private readonly trustedPairs = new RecencyMap<number>();
-  /** Trusted pairs read back from a file, by keyed hash (importTrusted): each moves to trustedPairs when its pair next needs it. */
-  private restoredPairs = new Map<string, number>();
-  private digestOfPair: ((pairKey: string) => string) | undefined;
+  /** Until when each pair that succeeded is exempt from its account's lockout and its address's slowing. */
+  private readonly trustedPairs = new TrustedPairs(bruteForceTrustedPairSlots);
   /** Counters pushed out of the table at a lockout or slowing step, by key (see insert()); oldest first out. */
   private readonly escalations = new RecencyMap<Counter>();
 
@@ -247,7 +246,7 @@ export class BruteForceLimiter {
     const spacingMs = this.spacingMs(addressCounter);
     // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
     // trusted pair cannot ride it past the account's allowance. Looked up only when it changes something.
-    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedUntil(pairKey, now) > now
+    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedPairs.until(pairKey) > now
       && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
     if (exempt) accountState = 'open';
     if (accountState === 'locked') return { admitted: false, delayMs: tarpitMs, lockedBy: 'account' };
@@ -297,59 +296,31 @@ export class BruteForceLimiter {
   }
 
   /**
-   * Until when a pair is trusted (0: not). A pair read back from a file (importTrusted) is found by its keyed
-   * hash, once: then it is trusted by its key like any other. Only asked when the answer changes something.
-   */
-  private trustedUntil(pairKey: string, now: number): number {
-    const until = this.trustedPairs.get(pairKey);
-    if (until !== undefined || this.restoredPairs.size === 0 || this.digestOfPair === undefined) return until ?? 0;
-    const digest = this.digestOfPair(pairKey);
-    const restored = this.restoredPairs.get(digest);
-    if (restored === undefined) return 0;
-    this.restoredPairs.delete(digest);
-    if (restored > now) this.trust(pairKey, restored);
-    return restored;
-  }
-
-  private trust(pairKey: string, until: number): void {
-    this.trustedPairs.set(pairKey, until);
-    if (this.trustedPairs.size > bruteForceTrustedPairsMax) this.trustedPairs.delete(this.trustedPairs.oldest()!.key);
-  }
-
-  /**
    * Whether the ticket's pair is known good: it succeeded within the trusted time and has not failed since. Its
    * verifications go before everyone else's in the hash pool. Asked only when an attempt needs a hash.
    */
   trusted(ticket: Ticket): boolean {
     const now = this.now();
-    return (ticket.pair?.failures ?? 0) === 0 && this.trustedUntil(ticket.pairKey, now) > now;
+    return (ticket.pair?.failures ?? 0) === 0 && this.trustedPairs.until(ticket.pairKey) > now;
   }
 
   /**
-   * The trusted pairs that have not expired, oldest first, for a file that outlives the process: each by its pair
-   * key, or by the digest it was read back as when not met since (`digested`). The file digests the keys, a slice
-   * per event-loop turn (src/auth/trusted-pairs-file.ts), and holds keyed hashes only, never an account or an address.
+   * The key the trusted pairs' fingerprints are made with: the same across restarts (derived from the server key),
+   * so that pairs read back by importTrusted are found. Forgets the pairs held.
    */
-  exportTrusted(): Array<readonly [key: string, untilMs: number, digested: boolean]> {
-    const now = this.now();
-    const out: Array<readonly [string, number, boolean]> = [];
-    for (const [key, until] of this.restoredPairs) if (until > now) out.push([key, until, true]);
-    for (const [key, until] of this.trustedPairs) if (until > now) out.push([key, until, false]);
-    return out.slice(-bruteForceTrustedPairsMax);
+  useTrustKey(key: Uint8Array): void {
+    this.trustedPairs.useKey(key);
   }
 
-  /** Trusted pairs from exportTrusted (of an earlier process, digested), found later by the same digest. */
-  importTrusted(entries: Iterable<readonly [digest: string, untilMs: number]>, digest: (pairKey: string) => string): void {
+  /** The trusted pairs that have not expired, for a file that outlives the process: keyed fingerprints and times only. */
+  exportTrusted(): Buffer {
+    return this.trustedPairs.export(this.now());
+  }
+
+  /** Pairs from exportTrusted (of an earlier process with the same trust key), each trusted for bruteForceTrustedPairTtlMs at most; how many. */
+  importTrusted(bytes: Uint8Array): number {
     const now = this.now();
-    const restored = new Map<string, number>();
-    for (const [key, until] of entries) {
-      if (until <= now) continue;
-      restored.delete(key);
-      restored.set(key, Math.min(until, now + bruteForceTrustedPairTtlMs));
-      if (restored.size > bruteForceTrustedPairsMax) restored.delete(restored.keys().next().value!);
-    }
-    this.restoredPairs = restored;
-    this.digestOfPair = digest;
+    return this.trustedPairs.import(bytes, now, now + bruteForceTrustedPairTtlMs);
   }
 
   /** The credential was right: the pair's tarpit resets and the pair becomes exempt from its account's lockout. */
@@ -358,17 +329,7 @@ export class BruteForceLimiter {
     const now = this.now();
     if (ticket.pair !== undefined) ticket.pair.failures = 0;
     this.dropBlanks(ticket, now);
-    const trusted = this.trustedPairs.entry(ticket.pairKey);
-    const until = now + bruteForceTrustedPairTtlMs;
-    if (trusted === undefined) {
-      this.trustedPairs.add(ticket.pairKey, until);
-      if (this.trustedPairs.size > bruteForceTrustedPairsMax) this.trustedPairs.delete(this.trustedPairs.oldest()!.key);
-      return;
-    }
-    // Like counter(): a busy pair's exemption is renewed (and moved newest) at most once per bruteForceCounterTouchMs.
-    if (trusted.value - now > bruteForceTrustedPairTtlMs - bruteForceCounterTouchMs) return;
-    trusted.value = until;
-    this.trustedPairs.touch(trusted);
+    this.trustedPairs.trust(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
   }
 
   /** The credential was wrong: one more failure for the account, the address (which slows, never locks) and the pair. */

@@ -70,8 +70,11 @@ export const bruteForceTarpitMaxMsDefault = 5_000;
 export const bruteForceCountersMax = 100_000;
 /** A counter moves to the end of the limiter's eviction order at most this often. */
 export const bruteForceCounterTouchMs = 1000;
-/** (account, address) pairs that succeeded recently, exempt from the account's lockout and the address's slowing: others cannot keep the owner out. */
-export const bruteForceTrustedPairsMax = 100_000;
+/**
+ * Slots for (account, address) pairs that succeeded recently, exempt from the account's lockout and the address's
+ * slowing: others cannot keep the owner out. A power of two; 16 bytes each (src/auth/trusted-pairs.ts).
+ */
+export const bruteForceTrustedPairSlots = 1 << 17;
 export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
 /** A trusted pair loses its exemption once it fails this often itself. */
 export const bruteForceTrustedPairFailuresMax = 5;
@@ -91,10 +94,6 @@ export const bruteForceEvictionTriesMax = 8;
 export const hashQueueAddressShareMax = 0.25;
 /** A TrustedPairsFile saves the trusted pairs this often (and when closed at a graceful shutdown). */
 export const trustedPairsSaveIntervalMs = 5 * 60_000;
-/** Trusted pairs a save digests per event-loop turn (a keyed hash each). */
-export const trustedPairDigestsPerTurn = 1000;
-/** Bytes of the keyed hash that name a trusted pair in that file: 128 bits, collisions are out of reach. */
-export const trustedPairDigestBytes = 16;
 
 // Audit trail (src/service/audit.ts) and log output (src/service/log-writer.ts)
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
