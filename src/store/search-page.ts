@@ -3,7 +3,7 @@
 import { pageSearchWalkSlotsMin, pageSearchWalkSlotsPerItem } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { byCreation, precedes, resolvePage, type CreationOrder, type Lookup, type Page, type PagePosition } from './creation-order.js';
-import { searchHaystack, type SearchCursor, type UserSearchIndex } from './search.js';
+import { userMatches, type SearchCursor, type UserSearchIndex } from './search.js';
 
 /**
  * What a match costs once found, in units of index work (SearchCursor.step): it is resolved to its User
@@ -57,7 +57,7 @@ class EarliestUsers {
  * Users (`inOrder`). In creation order, a page is the index's first matches from the doc of its cursor on
  * (UserSearchIndex.firstDocAfter, a binary search): the page and one more, whatever the page's depth, so
  * the last page of a term matching a few percent of a million Users costs what its first does. Otherwise a
- * later page first walks creation order from the cursor testing each User's haystack, for a frequent term
+ * later page first walks creation order from the cursor testing each User's fields, for a frequent term
  * the cheapest way; if the short walk does not fill the page, the term is rarer and all of the index's
  * matches are taken, keeping the earliest past the cursor. While the trigram index is still being built
  * after start-up, the index scans the Users it has not reached yet.
@@ -92,7 +92,7 @@ export class PagedSearch {
     if (!this.walked) {
       this.walked = true;
       const budget = Math.max(pageSearchWalkSlotsMin, this.limit * pageSearchWalkSlotsPerItem);
-      const walked = this.order.after(this.after, this.limit, (id) => searchHaystack(this.users.get(id)!).includes(this.termLower), budget);
+      const walked = this.order.after(this.after, this.limit, (id) => userMatches(this.users.get(id)!, this.termLower), budget);
       if (walked !== undefined) return resolvePage(walked, this.users);
     }
     let spent = 0;
