@@ -211,10 +211,10 @@ export const searchIndexDocsPerStep = 64;
  *  close to indexTurnMs. */
 export const memberIndexUsersPerStep = 250;
 /**
- * Work one slice of a search does before the event loop gets a turn: haystacks checked, or posting lists
- * probed while intersecting (SearchCursor in src/store/search.ts; a paged search also counts the matches it
- * resolves, src/store/search-page.ts). Sized so that a slice takes about a millisecond at a million Users for the
- * costliest unit, checking a haystack (a scan for a 1- or 2-character term); a probe while intersecting is cheaper.
+ * Work one slice of a search does before the event loop gets a turn: Users checked (6 units each in a scan for a
+ * 1- or 2-character term), or posting lists probed while intersecting (SearchCursor in src/store/search.ts; a paged
+ * search also counts the matches it resolves, src/store/search-page.ts). Sized so that a slice takes about a
+ * millisecond at a million Users.
  */
 export const searchDocsPerSlice = 25_000;
 /** Matches an unpaged search finds before its answer begins; the rest are matched as the answer streams (a short answer is one string: listInlineCharsMax). */
