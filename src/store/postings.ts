@@ -315,6 +315,9 @@ function grownInts(ints: Int32Array, used: number, needed: number): Int32Array {
   return grown;
 }
 
+/** PostingsCursor.nextFirst in the last block: no doc exceeds it, and a seek for it checks that a block follows. */
+const noBlockAfter = 0x7fffffff;
+
 /**
  * A reader of one list for an intersection, moving forward only: seek skips blocks by their first doc, then
  * reads varints within one. It reads the list's arrays as they were when it was made, so it lives within one
@@ -331,6 +334,8 @@ export class PostingsCursor {
   private end = 0;
   /** The doc the cursor is at; -1 past the end. */
   private doc = -1;
+  /** The next block's first doc (noBlockAfter in the last block): a target from there on skips blocks. */
+  private nextFirst = noBlockAfter;
 
   constructor(list: Postings) {
     this.bytes = list.bytes;
@@ -348,7 +353,7 @@ export class PostingsCursor {
     let doc = this.doc;
     if (doc >= target || doc < 0) return doc;
     let b = this.block;
-    if (b + 1 < this.blocks && this.skips[2 * b + 2]! <= target) {
+    if (this.nextFirst <= target && b + 1 < this.blocks) {
       b = this.lastBlockAtMost(b + 1, target);
       doc = this.enter(b);
       if (doc === target) return doc;
@@ -386,7 +391,13 @@ export class PostingsCursor {
   private enter(b: number): number {
     this.block = b;
     this.pos = varintEnd(this.bytes, this.skips[2 * b + 1]!);
-    this.end = b + 1 < this.blocks ? this.skips[2 * b + 3]! : this.byteLength;
+    if (b + 1 < this.blocks) {
+      this.end = this.skips[2 * b + 3]!;
+      this.nextFirst = this.skips[2 * b + 2]!;
+    } else {
+      this.end = this.byteLength;
+      this.nextFirst = noBlockAfter;
+    }
     this.doc = this.skips[2 * b]!;
     return this.doc;
   }
