@@ -1,11 +1,11 @@
 // The user search index: a trigram index over each User's searched fields, folded, kept current by State.apply.
 //
 // Users get a dense document number in creation order; each posting list holds doc numbers ascending and
-// distinct, so lists intersect by galloping and results come out in creation order. Every doc in the
-// intersection is verified against its User's fields (folded as they are compared, src/store/fold-match.ts),
-// which makes stale postings (left behind by updates and deletes) and trigram-key collisions harmless: they
-// cost a comparison, never a wrong answer. No folded copy of the fields is kept: at a million Users it would
-// be a string each, over a hundred megabytes.
+// distinct (delta-coded in blocks, src/store/postings.ts), so lists intersect by skipping ahead and results
+// come out in creation order. Every doc in the intersection is verified against its User's fields (folded as
+// they are compared, src/store/fold-match.ts), which makes stale postings (left behind by updates and deletes)
+// and trigram-key collisions harmless: they cost a comparison, never a wrong answer. No folded copy of the
+// fields is kept: at a million Users it would be a string each, over a hundred megabytes.
 //
 // The trigram postings are derived data, not state: after a restart they are built a chunk at a time
 // (buildStep, driven from outside the store) while searches scan the users not yet indexed, so start-up
@@ -24,22 +24,12 @@ import type { User } from '../domain/entities.js';
 import { precedes, type PagePosition } from './creation-order.js';
 import { DocsById } from './docs-by-id.js';
 import { asciiIncludes, foldedIncludes, isAscii } from './fold-match.js';
+import { asciiKeys, BulkSizing, PostingsCursor, PostingTable, type Postings } from './postings.js';
 
 /** Fields joined by a separator no search term can contain, so a match never spans two fields. */
 const fieldSeparator = '\u0000';
 /** Stale postings tolerated before the index is rebuilt, as a fraction of all postings. */
 const stalePostingsFractionMax = 0.25;
-const postingsInitialCapacity = 4;
-/**
- * The bulk build counts every list's docs before it makes any list, and makes each at that size (plus
- * this share, so the first users created after the build do not move it) as a view into a few large
- * buffers. Lists grown as they fill, a new ArrayBuffer each time, would keep V8 over its external-memory
- * limit for the whole build, and every allocation would then advance the collector's marking on the
- * event loop, making short steps long stalls again and again.
- */
-const bulkPostingsSlack = 1 / 16;
-/** Ints per buffer the bulk build carves lists from (16 MiB), or more if one list could need more. */
-const bulkSlabInts = 1 << 22;
 
 export function companyNameOf(user: User): string | undefined {
   const company = user.customData?.['company_name'];
@@ -226,182 +216,6 @@ class UserTrigrams {
   }
 }
 
-/** Doc numbers ascending and distinct, so lists intersect by galloping and results come out in creation order. */
-class Postings {
-  length = 0;
-
-  constructor(readonly key: number, public docs: Int32Array) {}
-
-  /** False when doc is already listed (a repeated trigram, or a stale posting the doc earns back). */
-  add(doc: number): boolean {
-    const n = this.length;
-    let at = n;
-    if (n > 0 && doc <= this.docs[n - 1]!) {
-      // New users and the build append; only an update that gives an older user a trigram inserts
-      // in place, a memmove of at most the list instead of a sort at search time.
-      if (doc === this.docs[n - 1]) return false;
-      at = firstAtLeast(this.docs, 0, n, doc);
-      if (this.docs[at] === doc) return false;
-    }
-    if (n === this.docs.length) {
-      const grown = new Int32Array(n * 2);
-      grown.set(this.docs);
-      this.docs = grown;
-    }
-    if (at < n) this.docs.copyWithin(at + 1, at, n);
-    this.docs[at] = doc;
-    this.length = n + 1;
-    return true;
-  }
-}
-
-/** The first index in [from, end) whose doc is >= target (end if none): exponential probes, then bisection. */
-function firstAtLeast(docs: Int32Array, from: number, end: number, target: number): number {
-  let lo = from;
-  let hi = from;
-  for (let step = 1; hi < end && docs[hi]! < target; step *= 2) {
-    lo = hi + 1;
-    hi += step;
-  }
-  if (hi > end) hi = end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (docs[mid]! < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/**
- * firstAtLeast for the leapfrog of two lists of like sizes, where the target is mostly within a step or
- * two: those are looked at one by one before galloping, which costs more than a comparison per step.
- */
-function seek(docs: Int32Array, from: number, end: number, target: number): number {
-  if (from >= end || docs[from]! >= target) return from;
-  if (from + 1 >= end || docs[from + 1]! >= target) return from + 1;
-  if (from + 2 >= end || docs[from + 2]! >= target) return from + 2;
-  return firstAtLeast(docs, from + 3, end, target);
-}
-
-/** ASCII trigrams (exact 21-bit keys) in a flat array: the build does ~80 lookups per user, a Map costs several times more. */
-const asciiKeys = 1 << 21;
-
-class PostingTable {
-  private readonly ascii: (Postings | undefined)[] = new Array<Postings | undefined>(asciiKeys);
-  private readonly other = new Map<number, Postings>();
-  /** Every list in creation order, for the compaction to walk. */
-  readonly lists: Postings[] = [];
-
-  get(key: number): Postings | undefined {
-    return key < asciiKeys ? this.ascii[key] : this.other.get(key);
-  }
-
-  /** `sizing`: while the bulk build runs, where a new list's array comes from. */
-  getOrCreate(key: number, sizing?: BulkSizing): Postings {
-    let p = this.get(key);
-    if (p === undefined) {
-      p = new Postings(key, sizing === undefined ? new Int32Array(postingsInitialCapacity) : sizing.docsFor(key));
-      if (key < asciiKeys) this.ascii[key] = p;
-      else this.other.set(key, p);
-      this.lists.push(p);
-    }
-    return p;
-  }
-}
-
-/**
- * The bulk build's list sizes: each trigram key's count of docs, taken by a pass over the haystacks
- * before any list is made, and the buffers the lists are carved from. The buffers are allocated as the
- * count grows, at most one per counting step, so V8 meets the new external memory while the build
- * allocates nothing else, rather than all at once when the lists are made.
- */
-class BulkSizing {
-  private readonly ascii = new Int32Array(asciiKeys);
-  private readonly other = new Map<number, number>();
-  /** The last doc counted per key plus one (0: none), so a trigram a haystack repeats counts once; never filled, so only keys in use cost memory. */
-  private lastAscii: Int32Array | undefined = new Int32Array(asciiKeys);
-  private lastOther: Map<number, number> | undefined = new Map();
-  /** Postings counted so far, i.e. the ints the lists will need before their slack. */
-  private postings = 0;
-  /** The largest list there can be: a key is counted at most once per doc. */
-  private readonly listIntsMax: number;
-  private readonly slabInts: number;
-  private readonly slabs: Int32Array[] = [];
-  private slabsInts = 0;
-  private slabInUse = 0;
-  private slabUsed = 0;
-  /** Docs below this are counted. */
-  countedUpTo: number;
-
-  /** Counts docs [countFrom, countEnd); lists of other docs grow as usual. */
-  constructor(countFrom: number, readonly countEnd: number) {
-    this.countedUpTo = countFrom;
-    this.listIntsMax = listSize(countEnd - countFrom);
-    this.slabInts = Math.max(bulkSlabInts, this.listIntsMax);
-  }
-
-  get done(): boolean {
-    return this.countedUpTo >= this.countEnd;
-  }
-
-  count(doc: number, haystack: string): void {
-    const lastAscii = this.lastAscii!;
-    for (let i = 0; i + 3 <= haystack.length; i++) {
-      const key = trigramKey(haystack, i);
-      if (key === noTrigram) continue;
-      if (key < asciiKeys) {
-        if (lastAscii[key] === doc + 1) continue;
-        lastAscii[key] = doc + 1;
-        this.ascii[key]++;
-      } else {
-        if (this.lastOther!.get(key) === doc + 1) continue;
-        this.lastOther!.set(key, doc + 1);
-        this.other.set(key, (this.other.get(key) ?? 0) + 1);
-      }
-      this.postings++;
-    }
-  }
-
-  /**
-   * After a counting step: one more buffer if the lists counted so far would not fit those there are.
-   * Once counting is done, one for exactly what is missing (all of it for a small build).
-   */
-  reserve(): void {
-    const missing = Math.ceil(this.postings * (1 + bulkPostingsSlack)) - this.slabsInts;
-    if (missing > 0) this.addSlab(this.done ? Math.max(missing, this.listIntsMax) : this.slabInts);
-  }
-
-  private addSlab(ints: number): void {
-    this.slabs.push(new Int32Array(ints));
-    this.slabsInts += ints;
-  }
-
-  /** Counting is over: the dedupe arrays go. */
-  counted(): void {
-    this.lastAscii = undefined;
-    this.lastOther = undefined;
-  }
-
-  /** A new list's array, sized for the docs counted for its key. */
-  docsFor(key: number): Int32Array {
-    const size = listSize(key < asciiKeys ? this.ascii[key]! : this.other.get(key) ?? 0);
-    while (this.slabInUse < this.slabs.length && this.slabUsed + size > this.slabs[this.slabInUse]!.length) {
-      this.slabInUse++;
-      this.slabUsed = 0;
-    }
-    if (this.slabInUse === this.slabs.length) this.addSlab(this.slabInts);
-    const slab = this.slabs[this.slabInUse]!;
-    const docs = slab.subarray(this.slabUsed, this.slabUsed + size);
-    this.slabUsed += size;
-    return docs;
-  }
-}
-
-/** A bulk-built list's capacity for `counted` docs. */
-function listSize(counted: number): number {
-  return Math.max(postingsInitialCapacity, Math.ceil(counted * (1 + bulkPostingsSlack)));
-}
-
 /**
  * What the index keeps per doc: its User; the User's id while the doc is not settled yet (a User of a bulk
  * load, see UserSearchIndex.userAt); undefined once the User is deleted.
@@ -541,11 +355,12 @@ export class SearchCursor {
 
   /**
    * Matches among the indexed docs from nextDoc up to `upTo`; returns the work done. The term's posting
-   * lists are intersected rarest first, leapfrogging: each list gallops to the candidate, and a list that
-   * overshoots makes its doc the next candidate, so the work follows the rarest list's length times log
-   * of the gaps, not the length of any list. Only docs in every list are checked against their User
-   * (stale postings, key collisions, trigram order), rather than every doc of the smallest list, which for a
-   * common trigram is thousands of Users to check for a few matches. The other lists are probed in the
+   * lists are intersected rarest first, leapfrogging: each list skips ahead to the candidate (whole blocks,
+   * then within one), and a list that overshoots makes its doc the next candidate, so the work follows the
+   * rarest list's length times the log of the gaps plus a block's read, not the length of any list. Only
+   * docs in every list are checked against their User (stale postings, key collisions, trigram order),
+   * rather than every doc of the smallest list, which for a common trigram is thousands of Users to check
+   * for a few matches. The other lists are probed in the
    * order listsInOrder gives, each list that turns a candidate away moving up behind the rarest.
    * The lists are looked up again on every call (a few Map reads): one may have been created or have
    * grown since the last slice.
@@ -560,59 +375,49 @@ export class SearchCursor {
     const n = lists.length;
     const users = this.source.userOfDoc;
     const nonAscii = this.source.nonAsciiFieldsOfDoc();
-    const rarest = lists[0]!;
-    const docsA = rarest.docs;
-    const lengthA = rarest.length;
-    // Positions in the other lists, found again from their start on each call: galloping gets there in log steps.
-    const cursors = new Int32Array(n);
-    let i = firstAtLeast(docsA, 0, lengthA, this.nextDoc);
+    // Readers of the lists, made again on each call: skipping whole blocks gets each to its place in log steps.
+    const cursors: PostingsCursor[] = [];
+    for (const p of lists) cursors.push(new PostingsCursor(p));
+    const rarest = cursors[0]!;
+    let doc = rarest.seek(this.nextDoc);
     let work = n;
     // Postings hold only docs below indexedUpTo (= upTo), so no candidate lies beyond it.
-    while (i < lengthA) {
-      let doc = docsA[i]!;
+    while (doc >= 0) {
       if (n > 1) {
         // The hot loop of a long term: the rarest list and the one behind it leapfrog to a doc they share.
         // Every doc skipped is in neither both, so the search may resume at `doc` whenever it stops here.
-        const b = lists[1]!;
-        const docsB = b.docs;
-        const lengthB = b.length;
-        let j = cursors[1]!;
+        const b = cursors[1]!;
         for (;;) {
-          j = seek(docsB, j, lengthB, doc);
-          if (j === lengthB) {
+          const other = b.seek(doc);
+          if (other < 0) {
             this.nextDoc = upTo;
             return work + 1;
           }
-          const other = docsB[j]!;
           if (other === doc) break;
-          i = seek(docsA, i + 1, lengthA, other);
+          doc = rarest.seek(other);
           work += 2;
-          if (i === lengthA) {
+          if (doc < 0) {
             this.nextDoc = upTo;
             return work;
           }
-          doc = docsA[i]!;
           if (work >= workMax) {
             this.nextDoc = doc;
             return work;
           }
         }
-        cursors[1] = j;
       }
       // A doc in the first two lists: the others are probed in turn, until one turns it away.
       let next = doc + 1;
       let k = Math.min(2, n);
       for (; k < n; k++) {
-        const p = lists[k]!;
-        const at = firstAtLeast(p.docs, cursors[k]!, p.length, doc);
-        if (at === p.length) {
+        const at = cursors[k]!.seek(doc);
+        if (at < 0) {
           // An exhausted list has no doc from here on: nothing left to match.
           this.nextDoc = upTo;
           return work + k;
         }
-        cursors[k] = at;
-        if (p.docs[at] !== doc) {
-          next = p.docs[at]!;
+        if (at !== doc) {
+          next = at;
           break;
         }
       }
@@ -625,17 +430,12 @@ export class SearchCursor {
         // The list that turned this candidate away moves up behind the rarest: the candidates that reach it
         // are mostly alike (the users of one company whose name starts like the term), and it will turn the
         // next ones away too, before they are probed against every list in between.
-        const p = lists[k]!;
-        const at = cursors[k]!;
-        for (let m = k; m > 1; m--) {
-          lists[m] = lists[m - 1]!;
-          cursors[m] = cursors[m - 1]!;
-        }
-        lists[1] = p;
-        cursors[1] = at;
+        const turnedAway = cursors[k]!;
+        for (let m = k; m > 1; m--) cursors[m] = cursors[m - 1]!;
+        cursors[1] = turnedAway;
       }
       // No doc in (doc, next) is in every list.
-      i = firstAtLeast(docsA, i + 1, lengthA, next);
+      doc = rarest.seek(next);
       if (work >= workMax || out.length >= countMax) {
         this.nextDoc = next;
         return work;
@@ -896,7 +696,9 @@ export class UserSearchIndex {
       const end = Math.min(sizing.countEnd, sizing.countedUpTo + docsMax * countedDocsPerIndexedDoc);
       for (let doc = sizing.countedUpTo; doc < end; doc++) {
         const user = this.userOfDoc[doc];
-        if (typeof user === 'object') sizing.count(doc, searchHaystack(user));
+        if (typeof user !== 'object') continue;
+        const { keys, count } = this.trigrams.of(user);
+        for (let i = 0; i < count; i++) sizing.countKey(doc, keys[i]!);
       }
       sizing.countedUpTo = end;
       sizing.reserve();
@@ -1020,21 +822,15 @@ export class UserSearchIndex {
       const p = lists[this.compactingList]!;
       // An ASCII key spells its trigram; a hashed one does not, so its list only loses deleted users.
       const trigram = p.key < asciiKeys ? String.fromCharCode(p.key >> 14, (p.key >> 7) & 127, p.key & 127) : undefined;
-      const first = firstAtLeast(p.docs, 0, p.length, this.compactingFromDoc);
-      const end = Math.min(p.length, first + budget);
-      let kept = first;
-      for (let read = first; read < end; read++) {
-        const doc = p.docs[read]!;
+      const lengthBefore = p.length;
+      const { read, resumeAt } = p.compact(this.compactingFromDoc, budget, (doc) => {
         const user = this.userOfDoc[doc] as User | undefined;
-        if (user !== undefined && (trigram === undefined || userMatches(user, trigram))) p.docs[kept++] = doc;
-      }
-      const dropped = end - kept;
-      if (dropped > 0) p.docs.copyWithin(kept, end, p.length);
-      p.length -= dropped;
-      this.postingsCount -= dropped;
-      budget -= end - first;
-      if (kept < p.length) {
-        this.compactingFromDoc = p.docs[kept]!;
+        return user !== undefined && (trigram === undefined || userMatches(user, trigram));
+      });
+      this.postingsCount -= lengthBefore - p.length;
+      budget -= read;
+      if (resumeAt >= 0) {
+        this.compactingFromDoc = resumeAt;
       } else {
         this.compactingList++;
         this.compactingFromDoc = 0;
