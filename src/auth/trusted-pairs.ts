@@ -1,9 +1,8 @@
 // The limiter's trusted (account, address) pairs: a fixed table of keyed 64-bit fingerprints and until-times, with no object or string kept per pair.
 //
-// Every successful authentication from a new address trusts a new pair. Kept as Map entries, each pair's key
-// string and entry outlived the young generation and were dropped later from the old one, which under
-// production traffic (an end user per address) was a steady share of what the collector had to do. Here a pair
-// is two 32-bit words and a time in typed arrays: set-associative buckets of trustedPairWays slots, a full bucket
+// Every successful authentication from a new address trusts a new pair. As a Map entry, each pair's key string
+// and entry would outlive the young generation and die in the old one: under production traffic (an end user per
+// address) a steady share of the collector's work. Here a pair is two 32-bit words and a time in typed arrays: set-associative buckets of trustedPairWays slots, a full bucket
 // giving up the slot whose trust ends first. A fingerprint is HalfSipHash-2-4 of the pair key under a secret
 // key, so no one who lacks the key can make a pair of theirs share the fingerprint of someone else's.
 
