@@ -53,15 +53,23 @@ function writeVarint(bytes: Uint8Array, pos: number, v: number): number {
   return pos;
 }
 
+/** Where the varint readVarint read last ends: set by every call, so a loop reads value and position without an object. */
+let varintNext = 0;
+
+/** The varint at pos (one byte, the common case, without the loop); its end goes to varintNext. */
 function readVarint(bytes: Uint8Array, pos: number): number {
-  let v = 0;
-  let shift = 0;
-  let byte: number;
-  do {
-    byte = bytes[pos++]!;
-    v |= (byte & 127) << shift;
-    shift += 7;
-  } while (byte > 127);
+  let v = bytes[pos++]!;
+  if (v > 127) {
+    v &= 127;
+    let shift = 7;
+    let byte: number;
+    do {
+      byte = bytes[pos++]!;
+      v |= (byte & 127) << shift;
+      shift += 7;
+    } while (byte > 127);
+  }
+  varintNext = pos;
   return v;
 }
 
@@ -281,18 +289,8 @@ export class Postings {
     out[0] = doc;
     let n = 1;
     while (pos < end) {
-      let v = bytes[pos++]!;
-      if (v > 127) {
-        v &= 127;
-        let shift = 7;
-        let byte: number;
-        do {
-          byte = bytes[pos++]!;
-          v |= (byte & 127) << shift;
-          shift += 7;
-        } while (byte > 127);
-      }
-      doc += v + 1;
+      doc += readVarint(bytes, pos) + 1;
+      pos = varintNext;
       out[n++] = doc;
     }
     return n;
@@ -362,18 +360,8 @@ export class PostingsCursor {
     const end = this.end;
     let pos = this.pos;
     while (pos < end) {
-      let v = bytes[pos++]!;
-      if (v > 127) {
-        v &= 127;
-        let shift = 7;
-        let byte: number;
-        do {
-          byte = bytes[pos++]!;
-          v |= (byte & 127) << shift;
-          shift += 7;
-        } while (byte > 127);
-      }
-      doc += v + 1;
+      doc += readVarint(bytes, pos) + 1;
+      pos = varintNext;
       if (doc >= target) {
         this.pos = pos;
         this.doc = doc;
