@@ -590,7 +590,7 @@ export class UserSearchIndex {
       this.noteRareChars(doc, user);
       if (doc === this.settledUpTo) this.settledUpTo = doc + 1;
       if (!this.deferred && doc === this.indexedUpTo) {
-        this.indexDoc(doc, searchHaystack(user), undefined);
+        this.indexNewUser(doc, user);
         this.indexedUpTo = doc + 1;
       }
       return;
@@ -778,8 +778,7 @@ export class UserSearchIndex {
   }
 
   /** Adds doc to the postings of every trigram of `haystack` that `old` (its previous haystack) lacked. */
-  private indexDoc(doc: number, haystack: string, old: string | undefined): void {
-    if (old === undefined) return this.indexNew(doc, haystack);
+  private indexDoc(doc: number, haystack: string, old: string): void {
     const oldKeys = trigramKeys(old);
     for (const key of trigramKeys(haystack)) {
       if (oldKeys.delete(key)) continue;
@@ -789,15 +788,10 @@ export class UserSearchIndex {
     this.maybeCompact();
   }
 
-  /** The build's hot loop: no per-user Set, Postings.add skips a trigram the haystack repeats. */
-  private indexNew(doc: number, haystack: string): void {
-    for (let i = 0; i + 3 <= haystack.length; i++) {
-      const key = trigramKey(haystack, i);
-      if (key !== noTrigram && this.postings.getOrCreate(key, this.sizing).add(doc)) this.postingsCount++;
-    }
-  }
-
-  /** indexNew(doc, searchHaystack(user)) without making the haystack (UserTrigrams). */
+  /**
+   * Adds a new doc to the postings of its User's trigrams, without making its haystack (UserTrigrams): the
+   * build's hot loop and a created User's. No per-user Set: Postings.add skips a trigram the fields repeat.
+   */
   private indexNewUser(doc: number, user: User): void {
     const { keys, count } = this.trigrams.of(user);
     for (let i = 0; i < count; i++) if (this.postings.getOrCreate(keys[i]!, this.sizing).add(doc)) this.postingsCount++;
