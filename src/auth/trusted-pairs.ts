@@ -116,14 +116,9 @@ export class TrustedPairs {
     return slot === -1 ? 0 : this.#until[slot]!;
   }
 
-  /** Trusts the pair until `until`, in its own slot if held, else in its bucket's free slot or the one whose trust ends first. */
+  /** Trusts the pair until `until` (see #put). */
   trust(pairKey: string, until: number): void {
-    const fp = this.#fingerprint(pairKey);
-    let slot = this.#find(fp);
-    if (slot === -1) slot = this.#victim(fp[0]!);
-    this.#fp0[slot] = fp[0]!;
-    this.#fp1[slot] = fp[1]!;
-    this.#until[slot] = until;
+    this.#put(this.#fingerprint(pairKey), until);
   }
 
   /** The pairs trusted after `now`, as trustedPairRecordBytes each: fingerprints and times only. */
@@ -152,14 +147,9 @@ export class TrustedPairs {
     for (let at = 0; at < view.length; at += trustedPairRecordBytes) {
       const until = view.readDoubleLE(at + 8);
       if (!Number.isFinite(until) || until <= now) continue;
-      const fp0 = view.readInt32LE(at);
-      this.#fp[0] = fp0;
+      this.#fp[0] = view.readInt32LE(at);
       this.#fp[1] = view.readInt32LE(at + 4);
-      let slot = this.#find(this.#fp);
-      if (slot === -1) slot = this.#victim(fp0);
-      this.#fp0[slot] = fp0;
-      this.#fp1[slot] = this.#fp[1]!;
-      this.#until[slot] = Math.min(until, untilMax);
+      this.#put(this.#fp, Math.min(until, untilMax));
       taken++;
     }
     return taken;
@@ -170,6 +160,15 @@ export class TrustedPairs {
     let held = 0;
     for (let slot = 0; slot < this.slots; slot++) if (this.#until[slot]! > 0) held++;
     return held;
+  }
+
+  /** Holds fingerprint fp until `until`: in its own slot if held, else in its bucket's free slot or the one whose trust ends first. */
+  #put(fp: Int32Array, until: number): void {
+    let slot = this.#find(fp);
+    if (slot === -1) slot = this.#victim(fp[0]!);
+    this.#fp0[slot] = fp[0]!;
+    this.#fp1[slot] = fp[1]!;
+    this.#until[slot] = until;
   }
 
   #fingerprint(pairKey: string): Int32Array {
