@@ -103,3 +103,24 @@ test('stringHash depends on the seed and on every code unit, non-ASCII included'
   assert.notEqual(stringHash('é', 1), stringHash('e', 1));
   assert.notEqual(stringHash('', 1), stringHash('\u0000', 1));
 });
+
+test('a reserve in the middle of a walk of values (it replaces the entries array) leaves the walk whole', () => {
+  const map = new StringMap<string>();
+  const keys = Array.from({ length: 500 }, (_, i) => `k${i}`);
+  for (const k of keys) map.set(k, k);
+  map.delete('k7');
+  const seen: string[] = [];
+  let added = 0;
+  for (const value of map.values()) {
+    seen.push(value);
+    if (seen.length === 100) {
+      map.reserve(10_000);
+      // A value changed after the reserve is seen as it is now, as a Map's walk would.
+      map.set('k400', 'k400 changed');
+    }
+    if (seen.length % 50 === 0) map.set(`late${added++}`, `late`);
+  }
+  assert.deepEqual(seen.filter((v) => v !== 'late'), keys.filter((k) => k !== 'k7').map((k) => (k === 'k400' ? 'k400 changed' : k)));
+  assert.equal(map.get('k499'), 'k499');
+  assert.equal(map.size, 499 + added);
+});

@@ -210,6 +210,9 @@ export const searchIndexDocsPerStep = 64;
  *  the search index is built. Small enough that a step stays under a millisecond at a million Users, so a turn ends
  *  close to indexTurnMs. */
 export const memberIndexUsersPerStep = 250;
+/** Member ids copied per step when the membership lists are trimmed to size after that walk (MemberIndex.trimStep):
+ *  a copy costs nanoseconds an id, so a step stays well under a millisecond. */
+export const memberTrimIdsPerStep = 50_000;
 /**
  * Work one slice of a search does before the event loop gets a turn: Users checked (6 units each in a scan for a
  * 1- or 2-character term), or posting lists probed while intersecting (SearchCursor in src/store/search.ts; a paged

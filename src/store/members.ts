@@ -22,8 +22,18 @@ interface MemberList {
   live: number;
 }
 
+/** A trim in progress: the lists still to go, and the one being copied. */
+interface Trim {
+  readonly lists: Iterator<MemberList>;
+  list?: MemberList;
+  from: string[];
+  to: string[];
+  at: number;
+}
+
 export class MemberIndex {
   private readonly lists = new Map<string, MemberList>();
+  private trim: Trim | undefined;
 
   constructor(private readonly isMember: (key: string, id: string) => boolean) {}
 
@@ -44,6 +54,49 @@ export class MemberIndex {
       return;
     }
     if (list.ids.length > 2 * list.live + staleSlack) list.ids = this.liveIds(key, list);
+  }
+
+  /**
+   * Gives back the room a bulk fill left: a list grows by half as it fills, so after a load's walk a third of
+   * its array can be unused. Each list is copied to an array of its size, in steps (trimStep), as the copy of
+   * the largest (an Organization of every User) takes longer than an event-loop turn should.
+   */
+  startTrim(): void {
+    this.trim = { lists: this.lists.values(), from: [], to: [], at: 0 };
+  }
+
+  get trimming(): boolean {
+    return this.trim !== undefined;
+  }
+
+  /** Copies up to idsMax ids of the trim under way; true while more remains. */
+  trimStep(idsMax: number): boolean {
+    const trim = this.trim;
+    if (trim === undefined) return false;
+    for (let budget = idsMax; budget > 0;) {
+      if (trim.list === undefined) {
+        const next = trim.lists.next();
+        if (next.done === true) {
+          this.trim = undefined;
+          return false;
+        }
+        trim.list = next.value;
+        trim.from = next.value.ids;
+        trim.to = new Array<string>(trim.from.length);
+        trim.at = 0;
+      }
+      const { from, to } = trim;
+      // Ids added meanwhile are copied too; a list compacted meanwhile (remove) already has a new array.
+      const end = Math.min(from.length, trim.at + budget);
+      for (let i = trim.at; i < end; i++) to[i] = from[i]!;
+      budget -= end - trim.at;
+      trim.at = end;
+      if (end === from.length) {
+        if (trim.list.ids === from) trim.list.ids = to;
+        trim.list = undefined;
+      }
+    }
+    return true;
   }
 
   /** Forget a key whose owner is gone (its members were removed first). */

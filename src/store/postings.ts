@@ -410,13 +410,16 @@ export class PostingsCursor {
 }
 
 export class PostingTable {
-  private readonly ascii: (Postings | undefined)[] = new Array<Postings | undefined>(asciiKeys);
+  /** An ASCII key's list as its position in `lists` + 1 (0: none): 4 bytes a key outside the heap, where an array of lists took 8 on it. */
+  private readonly ascii = new Int32Array(asciiKeys);
   private readonly other = new Map<number, Postings>();
-  /** Every list in creation order, for the compaction to walk. */
+  /** Every list in creation order, for the compaction to walk; lists are never removed. */
   readonly lists: Postings[] = [];
 
   get(key: number): Postings | undefined {
-    return key < asciiKeys ? this.ascii[key] : this.other.get(key);
+    if (key >= asciiKeys) return this.other.get(key);
+    const at = this.ascii[key]!;
+    return at === 0 ? undefined : this.lists[at - 1];
   }
 
   /** `sizing`: while the bulk build runs, where a new list's arrays come from. */
@@ -424,9 +427,9 @@ export class PostingTable {
     let p = this.get(key);
     if (p === undefined) {
       p = sizing === undefined ? new Postings(key) : sizing.listFor(key);
-      if (key < asciiKeys) this.ascii[key] = p;
-      else this.other.set(key, p);
       this.lists.push(p);
+      if (key < asciiKeys) this.ascii[key] = this.lists.length;
+      else this.other.set(key, p);
     }
     return p;
   }

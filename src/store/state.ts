@@ -1,6 +1,6 @@
 // The in-memory state: entity Maps and their indexes, changed only by apply(record), which is pure and deterministic.
 
-import { memberIndexUsersPerStep, pageSubsetWalkSlotsMin, searchIndexDocsPerStep } from '../config/limits.js';
+import { memberIndexUsersPerStep, memberTrimIdsPerStep, pageSubsetWalkSlotsMin, searchIndexDocsPerStep } from '../config/limits.js';
 import { emailKey } from '../domain/email.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
@@ -120,6 +120,7 @@ export class State {
   private readonly usersByApplication = new MemberIndex((app, id) => this.users.get(id)?.applications.includes(app) === true);
   private readonly usersByGroup = new MemberIndex((group, id) => this.users.get(id)?.groups.includes(group) === true);
   private readonly usersByOrganization = new MemberIndex((org, id) => this.users.get(id)?.organization === org);
+  private readonly memberIndexes = [this.usersByApplication, this.usersByGroup, this.usersByOrganization];
   /** API Key id -> the current User that holds it (as above: one lookup). */
   private readonly userByApikeyId = new Map<string, User>();
   readonly search = new UserSearchIndex((id) => this.users.get(id));
@@ -322,6 +323,7 @@ export class State {
     if (!page.more) {
       this.membersWalking = false;
       this.membersWalkedTo = undefined;
+      for (const index of this.memberIndexes) index.startTrim();
     }
   }
 
@@ -434,7 +436,7 @@ export class State {
 
   /** True while indexStep has work: the membership walk, or the search index (which can also start again later). */
   get indexing(): boolean {
-    return this.membersWalking || this.search.building;
+    return this.membersWalking || this.memberIndexes.some((index) => index.trimming) || this.search.building;
   }
 
   /** True until the membership walk is done (by indexStep, or by a read that needed it). */
@@ -448,6 +450,7 @@ export class State {
       this.walkMembers(usersMax);
       return true;
     }
+    for (const index of this.memberIndexes) if (index.trimStep(memberTrimIdsPerStep)) return true;
     return this.search.buildStep(docsMax);
   }
 

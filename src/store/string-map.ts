@@ -44,7 +44,9 @@ function bucketsFor(entries: number): number {
 export class StringMap<V> {
   private readonly seed = randomInt(2 ** 31);
   /** Entry e's key at 2e and value at 2e + 1 (a deleted entry's key is undefined): one cache line for both. */
-  private readonly entries: unknown[] = [];
+  private entries: unknown[] = [];
+  /** Entries ever placed: positions from here on have never held one. */
+  private top = 0;
   /** Positions of deleted entries, reused before entries grows. */
   private readonly freed: number[] = [];
   /** Bucket b's entry + 1 (0: empty) at 2b and that entry's hash at 2b + 1: a probe reads one cache line. */
@@ -61,6 +63,12 @@ export class StringMap<V> {
   reserve(entries: number): void {
     const buckets = bucketsFor(entries);
     if (this.mask + 1 < buckets) this.rehash(buckets);
+    // Sized once rather than grown by half as it fills: a fill of a million keys would leave 40% of it unused.
+    if (this.entries.length < 2 * entries) {
+      const sized = new Array<unknown>(2 * entries);
+      for (let i = 0; i < 2 * this.top; i++) sized[i] = this.entries[i];
+      this.entries = sized;
+    }
   }
 
   get(key: string): V | undefined {
@@ -90,7 +98,7 @@ export class StringMap<V> {
       return had;
     }
     if (this.count + 1 > (this.mask + 1) * bucketLoadMax) this.rehash(2 * (this.mask + 1));
-    const entry = this.freed.pop() ?? entries.length / 2;
+    const entry = this.freed.pop() ?? this.top++;
     entries[2 * entry] = key;
     entries[2 * entry + 1] = value;
     this.place(entry + 1, hash);
@@ -123,8 +131,8 @@ export class StringMap<V> {
 
   /** Live values by entry position: safe while the map changes (see the top of this file). */
   *values(): Generator<V, void, undefined> {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] !== undefined) yield entries[i + 1] as V;
+    // this.entries each time: a reserve() meanwhile replaces the array.
+    for (let i = 0; i < 2 * this.top; i += 2) if (this.entries[i] !== undefined) yield this.entries[i + 1] as V;
   }
 
   /** The bucket holding key, or -1. */
