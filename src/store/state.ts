@@ -260,11 +260,9 @@ export class State {
 
   /** `user` (current in this.users) holds `key`: it alone, or with others as usersSharingEmailKey records. */
   private indexEmail(key: string, user: User): void {
-    const holder = this.userByEmailKey.get(key);
-    if (holder === undefined) {
-      this.userByEmailKey.set(key, user);
-      return;
-    }
+    // One look-up for the usual case, a key no one else holds: put, and set again below if it is shared.
+    const holder = this.userByEmailKey.put(key, user);
+    if (holder === undefined) return;
     if (holder.id !== user.id) {
       addTo(this.usersSharingEmailKey, key, holder.id);
       addTo(this.usersSharingEmailKey, key, user.id);
