@@ -155,10 +155,15 @@ function email(w: World, emails: readonly string[]): unknown {
   }
 }
 
+/** Every hash the calls gave: an export must write each User's hash back exactly as it was given (the State holds argon2id packed). */
+const hashesGiven = new Set<string>();
+
 function passwordHash(w: World): string {
   const b64 = (n: number): string => Buffer.from(Array.from({ length: n }, () => w.int(256))).toString('base64').replace(/=+$/, '');
-  if (w.chance(0.5)) return `$argon2id$v=19$m=19456,t=2,p=1$${b64(16)}$${b64(32)}`;
-  return `$2${w.pick(['a', 'b', 'y'])}$${w.pick(['04', '10', '12'])}$${w.chars(bcrypt64, 53)}`;
+  const hash = w.chance(0.5) ? `$argon2id$v=19$m=19456,t=2,p=1$${b64(16)}$${b64(32)}`
+    : `$2${w.pick(['a', 'b', 'y'])}$${w.pick(['04', '10', '12'])}$${w.chars(bcrypt64, 53)}`;
+  hashesGiven.add(hash);
+  return hash;
 }
 
 // ---- API calls: the request schema, then decide as the route handler calls it, then apply ----
@@ -447,6 +452,10 @@ async function roundTrip(seed: number): Promise<{ calls: number; refused: number
   }
   const where = (): string => `seed ${seed} (TRANSFER_SEED=${seed} node --test dist/test/export-import-roundtrip.test.js runs it alone); calls:\n${log.slice(-25).join('\n')}`;
   const lines = [...exportLines(state, new Date(0))];
+  for (const line of lines) {
+    const entity = JSON.parse(line) as { kind?: string; password_hash?: string };
+    if (entity.kind === 'user') assert.ok(hashesGiven.has(entity.password_hash!), `export wrote ${JSON.stringify(entity.password_hash)}, not a hash given\n${where()}`);
+  }
   let copy: State;
   try {
     copy = await imported(lines, w);

@@ -2,7 +2,8 @@
 // acknowledged write; the data directory and the logs never hold a plaintext password or API Key secret.
 
 import assert from 'node:assert/strict';
-import { relative } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import {
   authenticate, createApikey, createApplication, createGroup, createUser, getGroup, getUser,
@@ -312,6 +313,35 @@ test('the last acknowledged write before a SIGKILL survives, with nothing after 
   await server.kill();
   api = await restart();
   assert.equal((await getGroup(api, group.id)).name, group.name);
+});
+
+test('password hashes are held packed: no snapshot holds a PHC string, and a User authenticates after a restart from a snapshot and from log replay (issue 24)', async () => {
+  let api = server.api();
+  const app = await createApplication(api);
+  secrets.add('packed-hash-pw-1');
+  const user = await createUser(api, [app.id], { password: 'packed-hash-pw-1' });
+  assert.equal(await server.stop(), 0);
+  const snapshots = readdirSync(server.dirs.dataDir).filter((name) => name.startsWith('snapshot-'));
+  assert.ok(snapshots.length > 0, 'a clean stop wrote a snapshot');
+  for (const name of snapshots) {
+    assert.equal(readFileSync(join(server.dirs.dataDir, name)).indexOf('$argon2id$'), -1, `${name} holds an argon2id PHC string, not the packed form`);
+  }
+  api = await restart();
+  assert.equal((await authenticate(api, app.id, 'username', user.email, 'packed-hash-pw-1')).authenticated, true, 'from the snapshot');
+  assert.equal((await authenticate(api, app.id, 'username', user.email, 'packed-hash-pw-2')).authenticated, false);
+
+  // Records after the snapshot hold the PHC strings the hash workers made; replay packs them.
+  secrets.add('packed-hash-pw-2').add('packed-hash-pw-3');
+  ok(await api.put(`/users/user/${user.id}`, { password: 'packed-hash-pw-2' }));
+  const other = await createUser(api, [app.id], { password: 'packed-hash-pw-3' });
+  await server.kill();
+  api = await restart();
+  assert.equal((await authenticate(api, app.id, 'username', user.email, 'packed-hash-pw-2')).authenticated, true, 'a changed password, from log replay');
+  assert.equal((await authenticate(api, app.id, 'username', user.email, 'packed-hash-pw-1')).authenticated, false);
+  assert.equal((await authenticate(api, app.id, 'username', other.email, 'packed-hash-pw-3')).authenticated, true, 'a created User, from log replay');
+  // No answer shows a hash, packed or not.
+  const shown = JSON.stringify(await getUser(api, user.id));
+  assert.ok(!shown.includes('argon2') && !shown.includes('\\u0001') && !/hash/i.test(shown), shown);
 });
 
 test('the data directory never holds a plaintext password or API Key secret, in the log or in snapshots', async () => {

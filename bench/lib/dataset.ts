@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ApiKeySecrets } from '../../src/auth/apikey-secrets.js';
 import { HashPool } from '../../src/auth/hash-pool.js';
+import { packPasswordHash } from '../../src/auth/packed-hash.js';
 import { argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault } from '../../src/config/limits.js';
 import type { ApiKey, Application, Group, JsonObject, Meta, Organization, User, UserStatus } from '../../src/domain/entities.js';
 import { classifyDir, lockFileName } from '../../src/persist/layout.js';
@@ -427,7 +428,8 @@ export async function seedDataDir(opts: SeedOptions): Promise<SeedSummary> {
   const prng = new Prng(opts.seed ?? defaultSeed);
 
   const hashStarted = performance.now();
-  const passwordHashes = await hashBenchPassword(passwordHashesDistinct);
+  // Packed, as the State holds them and its snapshots write them: a load then packs nothing (src/auth/packed-hash.ts).
+  const passwordHashes = (await hashBenchPassword(passwordHashesDistinct)).map(packPasswordHash);
   const hashMs = performance.now() - hashStarted;
 
   const buildStarted = performance.now();

@@ -12,6 +12,7 @@
 // ADMIN_EMAIL, which the first start takes as given) still load and sign in, so a restore carries them.
 
 import { StringDecoder } from 'node:string_decoder';
+import { unpackPasswordHash } from '../auth/packed-hash.js';
 import { validatePasswordHash } from '../auth/password-hash-format.js';
 import { customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
@@ -70,7 +71,7 @@ export function* exportLines(state: State, now: Date): Generator<string> {
   for (const u of state.allUsers()) {
     yield JSON.stringify({
       kind: 'user', id: u.id, email: u.email, name: u.name, status: u.status, custom_data: u.customData,
-      password_hash: u.passwordHash, organization: u.organization, applications: u.applications, groups: u.groups,
+      password_hash: unpackPasswordHash(u.passwordHash), organization: u.organization, applications: u.applications, groups: u.groups,
       apikeys: u.apikeys.map(apikeyLine), ...rolesOf(u), ...times(u),
     });
   }

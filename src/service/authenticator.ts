@@ -5,6 +5,7 @@ import type { ApiKeySecrets } from '../auth/apikey-secrets.js';
 import type { HashPool, HashTurn, Argon2Params } from '../auth/hash-pool.js';
 import { needsRehash, overloaded, OverloadedError } from '../auth/hash-pool.js';
 import { KnownCallers, type KnownCaller } from '../auth/known-callers.js';
+import { unpackPasswordHash } from '../auth/packed-hash.js';
 import { BruteForceLimiter, type Admission, type Ticket } from '../auth/limiter.js';
 import type { VerifyCache } from '../auth/verify-cache.js';
 import { knownAttemptsMax, knownCallersMax, knownCallerTtlMs } from '../config/limits.js';
@@ -128,6 +129,7 @@ export class Authenticator {
   private verifyPassword(user: User | undefined, username: string, password: string, ticket: Ticket): Verified | Promise<Verified> | OverloadedError {
     if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
     // Concurrent checks of the same password against the same hash share one argon2 run (see once()).
+    // The stored hash (packed, src/auth/packed-hash.ts) names the hash as well as its PHC string would.
     const fingerprint = this.cache.fingerprint(password);
     const key = user === undefined ? `${fingerprint}\u0000unknown\u0000${emailKey(username)}` : `${fingerprint}\u0000${user.passwordHash}`;
     const shared = this.inFlight.get(key);
@@ -135,7 +137,7 @@ export class Authenticator {
     if (shared === undefined && this.pool.refuses(turn)) return overloaded;
     return user === undefined
       ? this.timed(shared ?? this.once(key, this.pool.verifyDummy(password, turn))).then(() => ({ user: undefined, cached: false }))
-      : this.verifiedPassword(user, password, shared ?? this.once(key, this.pool.verifyPassword(password, user.passwordHash, turn)));
+      : this.verifiedPassword(user, password, shared ?? this.once(key, this.pool.verifyPassword(password, unpackPasswordHash(user.passwordHash), turn)));
   }
 
   /** The User once its password checked out: the current one, and only if its password is still the one checked. */
@@ -146,7 +148,7 @@ export class Authenticator {
     const current = this.state.user(user.id);
     if (current === undefined || current.passwordHash !== user.passwordHash) return { user: undefined, cached: false };
     this.cache.remember(current.id, current, password);
-    if (needsRehash(current.passwordHash, this.argon2)) this.rehash(current, password);
+    if (needsRehash(unpackPasswordHash(current.passwordHash), this.argon2)) this.rehash(current, password);
     return { user: current, cached: false };
   }
 

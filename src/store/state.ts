@@ -1,5 +1,6 @@
 // The in-memory state: entity Maps and their indexes, changed only by apply(record), which is pure and deterministic.
 
+import { packPasswordHash } from '../auth/packed-hash.js';
 import { memberIndexUsersPerStep, memberTrimIdsPerStep, pageSubsetWalkSlotsMin, searchIndexDocsPerStep } from '../config/limits.js';
 import { emailKey } from '../domain/email.js';
 import type {
@@ -65,6 +66,15 @@ function pageOfSubset<T extends Created>(
   return { items: items.slice(0, limit), more: items.length > limit };
 }
 
+
+/**
+ * A User just decoded from a snapshot, changed in place: its password hash packed. A snapshot written from
+ * this State holds packed hashes already, so a load of one costs a character test per User.
+ */
+function packLoadedHash(decoded: User): void {
+  if (decoded.passwordHash.charCodeAt(0) !== 0x24 /* $ */) return;
+  (decoded as { passwordHash: string }).passwordHash = packPasswordHash(decoded.passwordHash);
+}
 
 export function groupNameKey(applicationId: string, name: string): string {
   return `${applicationId}\u0000${name.toLowerCase()}`;
@@ -230,8 +240,13 @@ export class State {
   /**
    * Indexes follow the difference between the old and the new User, so an update touches only what
    * changed. The Map is updated first: MemberIndex asks the current User whether an id is a member.
+   * A User is held with its password hash packed (src/auth/packed-hash.ts): a value that comes with a
+   * PHC string (a create, a new password, an import, a replayed record) is held as a copy with the packed
+   * form, and the op's value is left as it is. A value read from this State already holds the packed form.
    */
-  private putUser(user: User): void {
+  private putUser(value: User): void {
+    const passwordHash = packPasswordHash(value.passwordHash);
+    const user = passwordHash === value.passwordHash ? value : { ...value, passwordHash };
     const old = this.users.get(user.id);
     // An import can move a User in creation order, which the membership walk follows: finish the walk first.
     if (this.membersWalking && old !== undefined && old.createdAt !== user.createdAt) this.walkMembers(Infinity);
@@ -350,7 +365,8 @@ export class State {
 
   /**
    * Called a chunk at a time; the values are freshly decoded and ours. Their repeated strings already
-   * share one copy each (the snapshot's dictionary, src/store/compact.ts).
+   * share one copy each (the snapshot's dictionary, src/store/compact.ts). A User's password hash is
+   * packed in place if the snapshot holds it as a PHC string (one written before hashes were packed).
    */
   loadSection(kind: EntityKind, values: readonly unknown[]): void {
     if (this.loadEnded) throw new Error('State.loadSection after the load ended (finishLoad or apply)');
@@ -366,6 +382,7 @@ export class State {
         case 'organization': this.putOrganization(value as Organization); break;
         case 'user':
           shareEmptyLists(value as User);
+          packLoadedHash(value as User);
           this.loadedUsers.push(value as User);
           break;
       }
