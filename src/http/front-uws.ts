@@ -27,17 +27,14 @@ const uwsCorkBufferBytes = 16 * 1024;
 /** The body as bytes in replyScratch (valid until the next call), or as one string when it may not fit. */
 function encodedBody(body: BodyText): string | Buffer {
   if (typeof body === 'string') return body.length * 3 > replyEncodeBytesMax ? body : replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
-  // A UTF-16 unit is at most 3 UTF-8 bytes, so a body this short always fits.
-  let bytesMax = 0;
-  for (const piece of body) bytesMax += piece.length * 3;
-  if (bytesMax > replyEncodeBytesMax) {
-    // The bound is three times the usual size: count exactly before giving up on the buffer.
-    let bytes = 0;
-    for (const piece of body) bytes += Buffer.byteLength(piece, 'utf8');
-    if (bytes > replyEncodeBytesMax) return joined(body);
-  }
   let end = 0;
-  for (const piece of body) end += replyScratch.write(piece, end, 'utf8');
+  for (const piece of body) {
+    // A UTF-16 unit is at most 3 UTF-8 bytes: a piece within that bound of the room left fits; one that may not
+    // is counted exactly before the buffer is given up.
+    const room = replyEncodeBytesMax - end;
+    if (piece.length * 3 > room && Buffer.byteLength(piece, 'utf8') > room) return joined(body);
+    end += replyScratch.write(piece, end, 'utf8');
+  }
   return replyScratch.subarray(0, end);
 }
 

@@ -85,13 +85,22 @@ export function pageRequest(query: string): PageRequest | undefined {
 export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string): readonly string[] {
   // In pieces, not joined: a page of kept renderings is sent without being copied into one string first.
   const pieces: string[] = [`{"${key}":[`];
+  // Bytes of the items so far, counted exactly only once their bound (3 per UTF-16 unit) could pass pageBytesMax:
+  // a page far below it (the usual one) is never scanned for its UTF-8 length.
   let bytes = 0;
+  let exact = false;
   let more = page.more;
   let count = 0;
   for (const item of page.items) {
     const json = render(item);
     // +1: the comma between items.
-    bytes += Buffer.byteLength(json, 'utf8') + 1;
+    bytes += (exact ? Buffer.byteLength(json, 'utf8') : json.length * 3) + 1;
+    if (!exact && bytes > pageBytesMax) {
+      exact = true;
+      bytes = count;
+      for (let i = 1; i < pieces.length; i++) if (pieces[i] !== ',') bytes += Buffer.byteLength(pieces[i]!, 'utf8');
+      bytes += Buffer.byteLength(json, 'utf8') + 1;
+    }
     if (bytes > pageBytesMax && count > 0) {
       more = true;
       break;
