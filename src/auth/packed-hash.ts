@@ -8,7 +8,7 @@
 // the exact PHC string that was packed.
 
 import { argon2HashBytes, argon2SaltBytes } from '../config/limits.js';
-import { argon2ParamsProblem } from './password-hash-format.js';
+import { argon2idPrefix, argon2ParamsProblem, encodeUnpaddedBase64, readArgon2idHead } from './password-hash-format.js';
 
 /** First character of a packed form: a PHC or bcrypt string always starts with '$', so the two never meet. */
 export const packedHashMarker = '\u0001';
@@ -27,8 +27,6 @@ const packedBytes = argon2SaltBytes + argon2HashBytes;
 const packedBytesChars = Math.ceil((packedBytes * 8) / bitsPerChar);
 /** Zero bits that fill the last character. */
 const paddingBits = packedBytesChars * bitsPerChar - packedBytes * 8;
-/** How every PHC string we pack begins: argon2id version 19, the only version parseArgon2idHash accepts. */
-const argon2idPrefix = '$argon2id$v=19$m=';
 /** Unpadded base64 characters of our salt and hash: 22 and 43. */
 const saltChars = Math.ceil((argon2SaltBytes * 8) / 6);
 const hashChars = Math.ceil((argon2HashBytes * 8) / 6);
@@ -45,14 +43,10 @@ const base64Values = new Int8Array(0x80).fill(-1);
  * snapshot written before hashes were packed has a million of them packed while it loads.
  */
 export function packPasswordHash(phc: string): string {
-  if (!phc.startsWith(argon2idPrefix)) return phc;
+  const head = readArgon2idHead(phc);
   const saltStart = phc.length - hashChars - 1 - saltChars;
-  if (phc.charCodeAt(saltStart - 1) !== 0x24 /* $ */ || phc.charCodeAt(saltStart + saltChars) !== 0x24) return phc;
-  const memory = readDecimal(phc, argon2idPrefix.length, ',t=');
-  const iterations = readDecimal(phc, memory.end, ',p=');
-  const parallelism = readDecimal(phc, iterations.end, '$');
-  if (parallelism.end !== saltStart) return phc;
-  const params = { memoryKiB: memory.value, iterations: iterations.value, parallelism: parallelism.value };
+  if (head === null || head.saltStart !== saltStart || phc.charCodeAt(saltStart + saltChars) !== 0x24 /* $ */) return phc;
+  const { params } = head;
   if (argon2ParamsProblem(params) !== null) return phc;
   const codes: number[] = [packedMarkerCode];
   writeVarint(codes, params.memoryKiB);
@@ -91,22 +85,9 @@ export function unpackPasswordHash(stored: string): string {
   }
   // A form pack made has exactly the padding bits left, all zero.
   if (bits !== paddingBits || (acc & ((1 << bits) - 1)) !== 0) return stored;
-  const salt = unpaddedBase64(bytes, 0, argon2SaltBytes);
-  const hash = unpaddedBase64(bytes, argon2SaltBytes, packedBytes);
-  return `$argon2id$v=19$m=${memoryKiB},t=${iterations},p=${parallelism}$${salt}$${hash}`;
-}
-
-/** A decimal of at most 9 digits at `start` and the separator after it; value -1 (which no check passes) if there is none. */
-function readDecimal(s: string, start: number, separator: string): { value: number; end: number } {
-  let value = 0;
-  let end = start;
-  for (; end < s.length && end - start < 10; end++) {
-    const digit = s.charCodeAt(end) - 0x30;
-    if (digit < 0 || digit > 9) break;
-    value = value * 10 + digit;
-  }
-  if (end === start || end - start > 9 || !s.startsWith(separator, end)) return { value: -1, end: s.length };
-  return { value, end: end + separator.length };
+  const salt = encodeUnpaddedBase64(bytes, 0, argon2SaltBytes);
+  const hash = encodeUnpaddedBase64(bytes, argon2SaltBytes, packedBytes);
+  return `${argon2idPrefix}${memoryKiB},t=${iterations},p=${parallelism}$${salt}$${hash}`;
 }
 
 /**
@@ -154,11 +135,4 @@ function readVarint(s: string, at: { index: number }): number {
     if ((code & varintMoreFlag) === 0) return n > 0 && part === 0 ? -1 : value;
   }
   return -1;
-}
-
-/** PHC's B64, as parseArgon2idHash reads it: the standard alphabet with the padding left off. */
-function unpaddedBase64(bytes: Buffer, start: number, end: number): string {
-  const text = bytes.toString('base64', start, end);
-  const pad = text.charCodeAt(text.length - 2) === 0x3d ? 2 : text.charCodeAt(text.length - 1) === 0x3d ? 1 : 0;
-  return pad === 0 ? text : text.slice(0, -pad);
 }

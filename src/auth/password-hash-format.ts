@@ -30,7 +30,7 @@ export interface Argon2idHashParts extends Argon2Params {
 }
 
 /** Only version 0x13 (19): hash-wasm computes nothing else, and 0x10 hashes predate 2016. */
-const argon2idPrefix = '$argon2id$v=19$m=';
+export const argon2idPrefix = '$argon2id$v=19$m=';
 const bcryptHashChars = 60;
 /** Digits of the largest number we accept in a PHC parameter; longer is refused before any arithmetic. */
 const phcDecimalDigitsMax = 10;
@@ -51,16 +51,27 @@ export function argon2ParamsProblem(params: Argon2Params): string | null {
   return null;
 }
 
-/** Parses a strict argon2id PHC string ($argon2id$v=19$m=M,t=T,p=P$salt$hash, unpadded canonical base64); null if anything is off. */
-export function parseArgon2idHash(phc: string): Argon2idHashParts | null {
-  if (typeof phc !== 'string' || phc.length > passwordHashCharsMax || !phc.startsWith(argon2idPrefix)) return null;
+/**
+ * The head of an argon2id PHC string, `$argon2id$v=19$m=M,t=T,p=P$`, read strictly (canonical decimals): its
+ * params, not yet checked against the limits, and where the salt starts; null if the head is not that.
+ */
+export function readArgon2idHead(phc: string): { params: Argon2Params; saltStart: number } | null {
+  if (!phc.startsWith(argon2idPrefix)) return null;
   const memory = readDecimal(phc, argon2idPrefix.length);
   if (memory === null || !phc.startsWith(',t=', memory.end)) return null;
   const iterations = readDecimal(phc, memory.end + 3);
   if (iterations === null || !phc.startsWith(',p=', iterations.end)) return null;
   const parallelism = readDecimal(phc, iterations.end + 3);
   if (parallelism === null || phc.charCodeAt(parallelism.end) !== 0x24 /* $ */) return null;
-  const saltStart = parallelism.end + 1;
+  return { params: { memoryKiB: memory.value, iterations: iterations.value, parallelism: parallelism.value }, saltStart: parallelism.end + 1 };
+}
+
+/** Parses a strict argon2id PHC string ($argon2id$v=19$m=M,t=T,p=P$salt$hash, unpadded canonical base64); null if anything is off. */
+export function parseArgon2idHash(phc: string): Argon2idHashParts | null {
+  if (typeof phc !== 'string' || phc.length > passwordHashCharsMax) return null;
+  const head = readArgon2idHead(phc);
+  if (head === null) return null;
+  const { params, saltStart } = head;
   const saltEnd = phc.indexOf('$', saltStart);
   if (saltEnd < 0) return null;
   const salt = decodeUnpaddedBase64(phc, saltStart, saltEnd);
@@ -68,7 +79,6 @@ export function parseArgon2idHash(phc: string): Argon2idHashParts | null {
   if (salt === null || hash === null) return null;
   if (salt.length < argon2SaltBytesMin || salt.length > argon2SaltBytesMax) return null;
   if (hash.length < argon2HashBytesMin || hash.length > argon2HashBytesMax) return null;
-  const params = { memoryKiB: memory.value, iterations: iterations.value, parallelism: parallelism.value };
   if (argon2ParamsProblem(params) !== null) return null;
   return { ...params, salt, hash };
 }
@@ -144,10 +154,14 @@ function decodeUnpaddedBase64(s: string, start: number, end: number): Uint8Array
   const text = s.slice(start, end);
   const bytes = Buffer.from(text, 'base64');
   // Re-encoding proves the text was canonical (Node's decoder silently drops non-zero trailing bits).
-  const again = bytes.toString('base64');
-  const unpadded = again.charCodeAt(again.length - 2) === 0x3d ? again.slice(0, -2)
-    : again.charCodeAt(again.length - 1) === 0x3d ? again.slice(0, -1) : again;
-  return unpadded === text ? new Uint8Array(bytes) : null;
+  return encodeUnpaddedBase64(bytes, 0, bytes.length) === text ? new Uint8Array(bytes) : null;
+}
+
+/** PHC's B64 of bytes[start, end): the standard alphabet with the padding left off. */
+export function encodeUnpaddedBase64(bytes: Buffer, start: number, end: number): string {
+  const text = bytes.toString('base64', start, end);
+  const pad = text.charCodeAt(text.length - 2) === 0x3d ? 2 : text.charCodeAt(text.length - 1) === 0x3d ? 1 : 0;
+  return pad === 0 ? text : text.slice(0, -pad);
 }
 
 function isStandardBase64Char(c: number): boolean {
