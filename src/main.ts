@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
-import { ConfigError, defaultPublicUrl, loadConfig, settings, usage, type Config } from './config/config.js';
+import { ConfigError, defaultPublicUrl, loadConfig, settings, usage, type ClusterConfig, type Config } from './config/config.js';
 import { email } from './domain/schema.js';
 import { packageVersion } from './config/package-version.js';
 import {
@@ -20,7 +20,10 @@ import { Renderer } from './http/render.js';
 import { routeTable } from './http/routes/index.js';
 import { RuntimeStats } from './http/runtime-stats.js';
 import { faultSettingsFromEnv, withFaults } from './persist/fault-injection.js';
-import { openPersistence } from './persist/persistence.js';
+import { openPersistence, type Persistence } from './persist/persistence.js';
+import type { SnapshotWritten } from './persist/snapshot.js';
+import { ClusterCommitter } from './cluster/cluster-committer.js';
+import { ClusterNode, type Readiness } from './cluster/cluster-node.js';
 import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
@@ -29,7 +32,7 @@ import { TrustedPairsFile } from './auth/trusted-pairs-file.js';
 import { Audit, logSafe } from './service/audit.js';
 import { fdOutput, LogWriter } from './service/log-writer.js';
 import { Authenticator, type CallerAnswer } from './service/authenticator.js';
-import { Committer } from './service/committer.js';
+import { Committer, type Commits, type Identity } from './service/committer.js';
 import { loadServerKey } from './service/server-key.js';
 import { whenReady } from './service/when-ready.js';
 import { MicrosClock } from './store/clock.js';
@@ -66,7 +69,7 @@ function adminEmailOf(config: Config): string {
   }
 }
 
-async function firstStart(config: Config, pool: HashPool, committer: Committer, logger: Logger, audit: Audit): Promise<void> {
+async function firstStart(config: Config, pool: HashPool, committer: Commits, logger: Logger, audit: Audit): Promise<void> {
   const email = adminEmailOf(config);
   const generated = config.adminPassword === undefined;
   const password = config.adminPassword ?? randomBytes(18).toString('base64url');
@@ -84,6 +87,56 @@ async function firstStart(config: Config, pool: HashPool, committer: Committer, 
     // Printed once, on purpose: the operator has no other way to learn it. Set ADMIN_PASSWORD to choose one.
     logger.warn({ adminEmail: email, generatedAdminPassword: password }, 'generated admin password; store it now, it is not shown again');
   }
+}
+
+/** The state and how changes reach it durably: the embedded log, or the cluster's stream. */
+interface Store {
+  readonly state: State;
+  readonly committer: Commits;
+  readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
+  readonly persistence?: Persistence;
+  readonly cluster?: { readonly readiness: Readiness; readonly conflicts: number; readonly refused: number };
+  readiness(): Readiness;
+  /** Cluster mode: see PipelineDeps.strongRead. */
+  readonly strongRead?: () => Promise<void>;
+  close(): Promise<void>;
+}
+
+async function openEmbedded(config: Config, logger: Logger, clock: MicrosClock, identity: Identity, onFailure: () => void): Promise<Store> {
+  // Test-only kill points and disk faults (src/persist/fault-injection.ts); undefined, and so absent, unless set.
+  const faults = faultSettingsFromEnv(process.env);
+  const { state, persistence } = await openPersistence({
+    dir: config.dataDir, fsync: config.fsync, createState: () => new State(), logger,
+    snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
+    storage: faults === undefined ? undefined : withFaults(new NodeStorage(), faults),
+  });
+  // A failed fsync fails the log for good: exit at once, not only when a request next meets it.
+  persistence.setFailureListener(onFailure);
+  clock.notBefore(state.lastAt);
+  return {
+    state, committer: new Committer(state, persistence, clock, identity), snapshots: persistence, persistence,
+    readiness: () => 'ready', close: () => persistence.close(),
+  };
+}
+
+async function openCluster(config: Config, cluster: ClusterConfig, logger: Logger, clock: MicrosClock, identity: Identity, keyFingerprint: string): Promise<Store> {
+  const node = await ClusterNode.open({
+    cluster, dataDir: config.dataDir, keyFingerprint, logger,
+    snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
+    onFatal: (err) => {
+      logger.fatal({ err: err.message }, 'cannot go on following the cluster log; exiting so that a restart loads it again');
+      setTimeout(() => process.exit(1), 100);
+    },
+  });
+  logger.info({ stream: cluster.stream, node: cluster.nodeId, fromSeq: node.state.lastSeq + 1 }, 'following the cluster log');
+  await node.caughtUp();
+  clock.notBefore(node.state.lastAt);
+  const committer = new ClusterCommitter(node.state, node.replica, node.log, clock, identity);
+  return {
+    state: node.state, committer, snapshots: node,
+    cluster: { get readiness() { return node.readiness; }, get conflicts() { return committer.conflicts; }, get refused() { return committer.refused; } },
+    readiness: () => node.readiness, strongRead: () => node.syncPoint(), close: () => node.close(),
+  };
 }
 
 async function main(): Promise<void> {
@@ -116,13 +169,20 @@ async function main(): Promise<void> {
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
 
   const started = performance.now();
-  // Test-only kill points and disk faults (src/persist/fault-injection.ts); undefined, and so absent, unless set.
-  const faults = faultSettingsFromEnv(process.env);
-  const { state, persistence } = await openPersistence({
-    dir: config.dataDir, fsync: config.fsync, createState: () => new State(), logger,
-    snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
-    storage: faults === undefined ? undefined : withFaults(new NodeStorage(), faults),
-  });
+  const clock = new MicrosClock();
+  const identity = { newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce() };
+  let shuttingDown = false;
+  const exitOnStorageFailure = (): void => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    // Memory now holds changes the log may not: stop at once and let recovery rebuild from what is durable.
+    logger.fatal('the write-ahead log failed; exiting so that recovery restarts from durable state');
+    setTimeout(() => process.exit(1), 100);
+  };
+  const store = config.cluster === undefined
+    ? await openEmbedded(config, logger, clock, identity, exitOnStorageFailure)
+    : await openCluster(config, config.cluster, logger, clock, identity, secrets.fingerprint());
+  const { state, committer } = store;
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
   const sharedEmails = state.sharedEmailKeys();
   if (sharedEmails.length > 0) {
@@ -141,14 +201,14 @@ async function main(): Promise<void> {
   };
   driveIndexes();
 
-  const clock = new MicrosClock();
-  clock.notBefore(state.lastAt);
-  const committer = new Committer(state, persistence, clock, {
-    newId: newEntityId, newApikeyId, newNonce: () => secrets.newNonce(),
-  });
   // Audit lines are written at info whatever LOG_LEVEL says (only `silent` turns them off): the trail is not verbosity.
   const audit = new Audit(config.logLevel === 'silent' ? undefined : out);
-  if (state.meta === undefined) await firstStart(config, pool, committer, logger, audit);
+  if (state.meta === undefined) {
+    // In a cluster another node may bootstrap first: its admin is the one, and this node's attempt is refused.
+    await firstStart(config, pool, committer, logger, audit).catch((err: unknown) => {
+      if (state.meta === undefined) throw err;
+    });
+  }
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, idleMs: config.verifyCacheIdleMs, entriesMax: verifyCacheEntriesMax });
   const limiter = new BruteForceLimiter(config.bruteForce);
@@ -159,21 +219,10 @@ async function main(): Promise<void> {
   trustedPairs.start(trustedPairsSaveIntervalMs);
   const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger, { limiter, audit });
 
-  let shuttingDown = false;
-  const exitOnStorageFailure = (): void => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    // Memory now holds changes the log may not: stop at once and let recovery rebuild from what is durable.
-    logger.fatal('the write-ahead log failed; exiting so that recovery restarts from durable state');
-    setTimeout(() => process.exit(1), 100);
-  };
-  // A failed fsync fails the log for good: exit at once, not only when a request next meets it.
-  persistence.setFailureListener(exitOnStorageFailure);
-
   const runtime = new RuntimeStats();
   runtime.start();
   const metrics = new Metrics({
-    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence,
+    counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence: store.persistence, cluster: store.cluster,
     runtime, renderCacheBytes: () => renderer.cacheBytes, verifyCache: cache,
   });
   const requestLogOn = logger.isLevelEnabled('info');
@@ -199,7 +248,8 @@ async function main(): Promise<void> {
   };
   handle = createPipeline(routeTable, {
     realm: config.realm,
-    routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics },
+    routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: store.snapshots, metrics, readiness: store.readiness },
+    strongRead: store.strongRead,
     audit: (entry) => audit.record(entry),
     caller: (username, password, address, authorization) => whenReady(authenticator.caller(username, password, address, authorization), counted),
     knownCaller: (authorization, address) => {
@@ -218,7 +268,7 @@ async function main(): Promise<void> {
       return 'internal';
     },
   });
-  logger.info({ port: server.port, host: config.host, publicUrl, fsync: config.fsync, dataDir: config.dataDir }, 'listening');
+  logger.info({ port: server.port, host: config.host, publicUrl, fsync: config.fsync, dataDir: config.dataDir, cluster: config.cluster?.stream ?? null, node: config.cluster?.nodeId ?? null }, 'listening');
 
   const shutdown = async (signal: string): Promise<void> => {
     if (shuttingDown) return;
@@ -226,7 +276,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     await server.close(shutdownGraceMs);
     await trustedPairs.close().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : 'unknown' }, 'trusted pairs not saved'));
-    await persistence.close();
+    await store.close();
     await pool.close();
     runtime.stop();
     logger.info('stopped cleanly');

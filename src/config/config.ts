@@ -1,6 +1,6 @@
 // Run-time configuration from the environment and the same names as command-line flags (--port 8080, --data-dir=...).
 
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import {
   argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault, bodyBytesMax,
   bruteForceAddressFailureFactorDefault, bruteForceFailureFactorDefault, bruteForceFailureResetMsDefault,
@@ -48,6 +48,16 @@ export interface Config {
   };
   /** --repair: repair a damaged data directory (back up, truncate at the damage, report) and exit. */
   readonly repair: boolean;
+  /** Cluster mode (src/cluster/): the log is a replicated NATS JetStream stream; undefined: the embedded log. */
+  readonly cluster: ClusterConfig | undefined;
+}
+
+export interface ClusterConfig {
+  /** NATS server URLs, e.g. nats://10.0.0.1:4222. */
+  readonly servers: readonly string[];
+  readonly stream: string;
+  readonly replicas: number;
+  readonly nodeId: string;
 }
 
 /** Every setting, its default and what it does: the README's configuration table is this list. */
@@ -80,6 +90,10 @@ export const settings = {
   BRUTE_FORCE_FAILURE_RESET_S: { default: String(bruteForceFailureResetMsDefault / 1000), help: 'Failures are forgotten after this long without one.' },
   BRUTE_FORCE_TARPIT_MS: { default: String(bruteForceTarpitStepMsDefault), help: 'Delay before the next attempt of an (account, address) pair after its first failure, doubling per failure; also the spacing of a slowed address\'s attempts, doubling per step (0: neither).' },
   BRUTE_FORCE_TARPIT_MAX_MS: { default: String(bruteForceTarpitMaxMsDefault), help: 'The longest tarpit delay and address spacing.' },
+  CLUSTER_NATS_SERVERS: { default: '(unset: embedded log)', help: 'Comma-separated NATS server URLs: cluster mode, the log is a replicated JetStream stream shared by every node (docs/cluster.md).' },
+  CLUSTER_STREAM: { default: 'authd', help: 'Cluster mode: the JetStream stream (and the prefix of its subject and snapshot bucket).' },
+  CLUSTER_REPLICAS: { default: '3', help: 'Cluster mode: replicas of the stream, set when the first node creates it.' },
+  NODE_ID: { default: '(host name)', help: 'Cluster mode: this node\'s name in logs, metrics and cluster status.' },
   REPAIR: { default: '0', help: 'With --repair (or 1): repair a damaged data directory (back the damaged file up, cut it at the damage, say what was dropped) and exit.' },
 } as const;
 
@@ -176,7 +190,24 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
       tarpitMaxMs: integer('BRUTE_FORCE_TARPIT_MAX_MS', get('BRUTE_FORCE_TARPIT_MAX_MS') ?? String(bruteForceTarpitMaxMsDefault), 0, 600_000),
     },
     repair: get('REPAIR') === '1' || get('REPAIR') === 'true',
+    cluster: clusterConfig(get),
   };
+}
+
+function clusterConfig(get: (name: SettingName) => string | undefined): ClusterConfig | undefined {
+  const list = get('CLUSTER_NATS_SERVERS');
+  if (list === undefined) return undefined;
+  const servers = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const server of servers) {
+    if (!/^(nats|tls):\/\/[^\s/]+$|^[^\s/:]+:\d+$/.test(server)) throw new ConfigError(`CLUSTER_NATS_SERVERS: "${server}" is not a NATS URL (nats://host:port)`);
+  }
+  if (servers.length === 0) throw new ConfigError('CLUSTER_NATS_SERVERS lists no server');
+  const stream = get('CLUSTER_STREAM') ?? 'authd';
+  // JetStream names: no whitespace, dots, wildcards or path separators.
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(stream)) throw new ConfigError(`CLUSTER_STREAM must be 1 to 32 of A-Z a-z 0-9 _ -, got "${stream}"`);
+  const nodeId = get('NODE_ID') ?? hostname();
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) throw new ConfigError(`NODE_ID must be 1 to 64 of A-Z a-z 0-9 _ . -, got "${nodeId}"`);
+  return { servers, stream, replicas: integer('CLUSTER_REPLICAS', get('CLUSTER_REPLICAS') ?? '3', 1, 5), nodeId };
 }
 
 /** `authd --help`: how to start it and every setting with its default. */

@@ -306,3 +306,19 @@ export const repairStepsMax = 256;
 /** A snapshot chunk is cut at this many encoded bytes even before snapshotChunkEntities, so a turn
  *  stays a few ms when entities are large (2000 users of 2 MB each would otherwise make one 4 GB frame). */
 export const snapshotChunkBytesMax = 256 * 1024;
+
+// --- cluster mode: the log on NATS JetStream (src/cluster/) ---
+/** How long a node waits for NATS at start (and for each later reconnect attempt to answer). */
+export const clusterConnectTimeoutMs = 5_000;
+/** Pause between reconnect attempts to NATS; attempts never stop. */
+export const clusterReconnectWaitMs = 250;
+/** A publish or stream request not answered in this long counts as failed: the write answers 503. */
+export const clusterPublishTimeoutMs = 5_000;
+/** JetStream's duplicate window: a retried publish with the same message id inside it is stored once. */
+export const clusterDuplicateWindowMs = 120_000;
+/** Decisions waiting together go in one message, up to this many. */
+export const clusterCommitBatchMax = 256;
+/** Times a batch is decided again after another node wrote first, before its writes answer 503. */
+export const clusterCommitAttemptsMax = 16;
+/** Longest a strongly consistent read (X-Consistency: strong) waits for this node to apply what the stream held. */
+export const clusterStrongReadWaitMs = 5_000;

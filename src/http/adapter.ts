@@ -11,6 +11,8 @@ export interface HttpRequest {
   readonly authorization: string;
   readonly contentType: string;
   readonly remoteAddress: string;
+  /** The X-Consistency header ('' when absent); front ends that do not read it leave it undefined. */
+  readonly consistency?: string;
   readonly body: Buffer | undefined;
   /** performance.now() when the request arrived. */
   readonly startedAt: number;

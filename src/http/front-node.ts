@@ -68,6 +68,7 @@ type TrackedSocket = Socket & { [openResponses]?: number; [parseErrorAnswer]?: (
 /** A request as handlers see it; the peer address is read from the socket only when asked for, and kept. */
 class CapturedRequest implements HttpRequest {
   body: Buffer | undefined = undefined;
+  consistency = '';
   #address: string | undefined;
   readonly #socket: Socket;
   readonly #state: RequestState;
@@ -119,6 +120,8 @@ export function startNodeServer(opts: AdapterOptions): Promise<RunningServer> {
       req.method ?? 'GET', q === -1 ? url : url.slice(0, q), q === -1 ? '' : url.slice(q + 1),
       headers.authorization ?? '', headers['content-type'] ?? '', startedAt, req.socket, state,
     );
+    const consistency = headers['x-consistency'];
+    if (typeof consistency === 'string') request.consistency = consistency;
     const socket = req.socket as TrackedSocket;
     socket[openResponses] = (socket[openResponses] ?? 0) + 1;
     res.on('close', () => {

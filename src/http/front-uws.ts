@@ -111,6 +111,7 @@ class CapturedRequest implements HttpRequest {
   body: Buffer | undefined = undefined;
   authorization = '';
   contentType = '';
+  consistency = '';
   #address: string | undefined;
   readonly #res: Uws.HttpResponse;
   readonly #state: RequestState;
@@ -143,6 +144,7 @@ class HeaderScan {
   authorization = '';
   contentType = '';
   contentLength = '';
+  consistency = '';
   contentLengths = 0;
   bytes = 0;
   readonly visit = (key: string, value: string): void => {
@@ -150,12 +152,14 @@ class HeaderScan {
     if (key === 'authorization') this.authorization = value;
     else if (key === 'content-type') this.contentType = value;
     else if (key === 'content-length') { this.contentLength = value; this.contentLengths++; }
+    else if (key === 'x-consistency') this.consistency = value;
   };
 
   reset(requestLineBytes: number): void {
     this.authorization = '';
     this.contentType = '';
     this.contentLength = '';
+    this.consistency = '';
     this.contentLengths = 0;
     this.bytes = requestLineBytes;
   }
@@ -230,6 +234,7 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     const request = new CapturedRequest(upperMethods.get(method) ?? method.toUpperCase(), url, query, startedAt, res, state);
     request.authorization = scan.authorization;
     request.contentType = scan.contentType;
+    request.consistency = scan.consistency;
     const contentLength = scan.contentLength;
     res.onAborted(() => tracker.aborted(state));
 

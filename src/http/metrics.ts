@@ -27,7 +27,10 @@ export interface MetricsSources {
   readonly hashWorkers: number;
   /** True while the search index is (re)built in the background and searches scan instead. */
   searchIndexBuilding(): boolean;
-  readonly persistence: { readonly stats: PersistenceStats };
+  /** The embedded log and snapshots; absent in cluster mode. */
+  readonly persistence?: { readonly stats: PersistenceStats };
+  /** Cluster mode (src/cluster/): this node's readiness and its writes' fate. */
+  readonly cluster?: { readonly readiness: string; readonly conflicts: number; readonly refused: number };
   /** Collection pauses and event-loop delay, when the process observes them (main.ts starts it). */
   readonly runtime?: RuntimeStats;
   /** Bytes held by the kept User renderings (src/http/render.ts). */
@@ -112,21 +115,18 @@ export class Metrics {
       family(name, type, help);
       out.push(`${name} ${value}`);
     };
-    const { stats } = this.sources.persistence;
     gauge('authd_hash_workers', 'Worker threads that run argon2id (HASH_WORKERS).', this.sources.hashWorkers);
     gauge('authd_hash_queue_depth', 'Password hashing jobs waiting for or running on a worker.', this.sources.hashQueueDepth());
     gauge('authd_search_index_building', '1 while the search index is being built (searches scan meanwhile), else 0.', this.sources.searchIndexBuilding() ? 1 : 0);
-    gauge('authd_wal_records_total', 'Records written to the write-ahead log by this process.', stats.wal.records, 'counter');
-    gauge('authd_wal_bytes_total', 'Bytes written to the write-ahead log by this process.', stats.wal.bytes, 'counter');
-    gauge('authd_wal_writes_total', 'Write calls to the write-ahead log (one per group commit, or more for large ones).', stats.wal.writes, 'counter');
-    gauge('authd_wal_fsyncs_total', 'fdatasync calls on the write-ahead log.', stats.wal.fsyncs, 'counter');
-    gauge('authd_wal_last_fsync_seconds', 'Duration of the most recent fdatasync of the write-ahead log.', stats.wal.lastFsyncMs / 1000);
-    gauge('authd_log_last_seq', 'Sequence number of the newest record applied.', this.sources.lastSeq);
-    gauge('authd_snapshots_total', 'Snapshots written by this process.', stats.snapshotsTaken, 'counter');
-    gauge('authd_snapshot_failures_total', 'Snapshots that failed to be written by this process.', stats.snapshotsFailed, 'counter');
-    gauge('authd_snapshot_last_duration_seconds', 'How long writing the most recent snapshot took.', stats.lastSnapshotMs / 1000);
-    gauge('authd_snapshot_last_bytes', 'Size of the most recent snapshot.', stats.lastSnapshotBytes);
-    gauge('authd_records_since_snapshot', 'Log records written since the most recent snapshot.', stats.recordsSinceSnapshot);
+    const stats = this.sources.persistence?.stats;
+    if (stats !== undefined) this.#persistence(gauge, stats);
+    gauge('authd_log_last_seq', 'Sequence number of the newest record applied (in cluster mode, of the stream message).', this.sources.lastSeq);
+    const cluster = this.sources.cluster;
+    if (cluster !== undefined) {
+      gauge('authd_cluster_ready', '1 once this node has applied what the stream held at its start and is connected to NATS, else 0.', cluster.readiness === 'ready' ? 1 : 0);
+      gauge('authd_cluster_write_conflicts_total', 'Write batches decided again because another node appended first.', cluster.conflicts, 'counter');
+      gauge('authd_cluster_writes_refused_total', 'Writes answered 503 because the stream was unavailable or kept moving.', cluster.refused, 'counter');
+    }
 
     if (this.sources.renderCacheBytes !== undefined) {
       gauge('authd_render_cache_bytes', 'Bytes held by kept User renderings (GET of a User, POST /authenticate), bounded by renderCacheBytesMax.', this.sources.renderCacheBytes());
@@ -157,5 +157,19 @@ export class Metrics {
       runtime.loopDelay.render(out, 'authd_event_loop_delay_seconds', '');
     }
     return `${out.join('\n')}\n`;
+  }
+
+  /** The embedded log's and snapshots' gauges. */
+  #persistence(gauge: (name: string, help: string, value: number, type?: 'gauge' | 'counter') => void, stats: PersistenceStats): void {
+    gauge('authd_wal_records_total', 'Records written to the write-ahead log by this process.', stats.wal.records, 'counter');
+    gauge('authd_wal_bytes_total', 'Bytes written to the write-ahead log by this process.', stats.wal.bytes, 'counter');
+    gauge('authd_wal_writes_total', 'Write calls to the write-ahead log (one per group commit, or more for large ones).', stats.wal.writes, 'counter');
+    gauge('authd_wal_fsyncs_total', 'fdatasync calls on the write-ahead log.', stats.wal.fsyncs, 'counter');
+    gauge('authd_wal_last_fsync_seconds', 'Duration of the most recent fdatasync of the write-ahead log.', stats.wal.lastFsyncMs / 1000);
+    gauge('authd_snapshots_total', 'Snapshots written by this process.', stats.snapshotsTaken, 'counter');
+    gauge('authd_snapshot_failures_total', 'Snapshots that failed to be written by this process.', stats.snapshotsFailed, 'counter');
+    gauge('authd_snapshot_last_duration_seconds', 'How long writing the most recent snapshot took.', stats.lastSnapshotMs / 1000);
+    gauge('authd_snapshot_last_bytes', 'Size of the most recent snapshot.', stats.lastSnapshotBytes);
+    gauge('authd_records_since_snapshot', 'Log records written since the most recent snapshot.', stats.recordsSinceSnapshot);
   }
 }

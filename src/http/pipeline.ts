@@ -59,6 +59,16 @@ export interface PipelineDeps {
   readonly routeDeps: RouteDeps;
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
   onUnexpected(err: unknown, req: HttpRequest): ErrorCode;
+  /**
+   * Cluster mode: resolves once this node has applied everything the log held when it was called, for a read that
+   * asked for strong consistency (X-Consistency: strong, or consistent=1 in the query). Undefined: every read is strong.
+   */
+  strongRead?(): Promise<void>;
+}
+
+/** A read that must see every change acknowledged anywhere before it arrived. */
+function wantsStrongRead(req: HttpRequest): boolean {
+  return req.consistency === 'strong' || /(?:^|&)consistent=(?:1|true)(?:&|$)/.test(req.query);
 }
 
 function elapsedSeconds(req: HttpRequest): string {
@@ -228,6 +238,11 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
       }
       const json = parseBody(req);
       const body = decl.body === undefined ? json : decl.body.parse(json, 'body');
+      if (deps.strongRead !== undefined && decl.method === 'GET' && wantsStrongRead(req)) {
+        return deps.strongRead()
+          .then(() => decl.handler({ params, query: req.query, body, caller, caps, req, deps: deps.routeDeps }))
+          .then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err));
+      }
       const out = decl.handler({ params, query: req.query, body, caller, caps, req, deps: deps.routeDeps });
       return out instanceof Promise
         ? out.then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err))

@@ -8,7 +8,7 @@ import { hasCapability, type Capability } from '../domain/roles.js';
 import type { Schema } from '../domain/schema.js';
 import type { SnapshotWritten } from '../persist/snapshot.js';
 import type { Authenticator } from '../service/authenticator.js';
-import type { Committer } from '../service/committer.js';
+import type { Commits } from '../service/committer.js';
 import { isWellFormedId } from '../domain/ids.js';
 import type { State } from '../store/state.js';
 import type { BodyPiece, BodyText, HttpRequest } from './adapter.js';
@@ -21,12 +21,14 @@ type JsonSchema = Record<string, unknown>;
 /** What handlers work with; given once to the pipeline, so the route table itself is a constant. */
 export interface RouteDeps {
   readonly state: State;
-  readonly committer: Committer;
+  readonly committer: Commits;
   readonly authenticator: Authenticator;
   readonly renderer: Renderer;
   readonly pool: HashPool;
   readonly secrets: ApiKeySecrets;
   readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
+  /** Whether this node serves with all it should know: always 'ready' embedded; in cluster mode see src/cluster/cluster-node.ts. */
+  readiness(): 'ready' | 'catching_up' | 'degraded';
   readonly metrics: Metrics;
 }
 

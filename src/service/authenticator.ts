@@ -15,7 +15,7 @@ import { isApikeyId } from '../domain/ids.js';
 import { rehashPassword } from '../store/decide.js';
 import type { State } from '../store/state.js';
 import { authenticationTargets, noAudit, type Audit, type PreparedEntry } from './audit.js';
-import type { Committer } from './committer.js';
+import type { Commits } from './committer.js';
 
 export type CredentialType = 'username' | 'apikey';
 
@@ -110,7 +110,7 @@ export class Authenticator {
     private readonly pool: HashPool,
     private readonly cache: VerifyCache,
     private readonly secrets: ApiKeySecrets,
-    private readonly committer: Committer,
+    private readonly committer: Commits,
     private readonly argon2: Argon2Params,
     private readonly logger: Logger,
     private readonly guard: { readonly limiter: BruteForceLimiter; readonly audit: Audit } = { limiter: unlimited, audit: noAudit },

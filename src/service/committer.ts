@@ -22,13 +22,19 @@ interface NotDurable {
 /** Settled entries are dropped from the front lazily; the array is compacted once this many have piled up. */
 const settledEntriesCompactMin = 1024;
 
+/** Makes a decision durable: the embedded Committer below, or the cluster's (src/cluster/cluster-committer.ts). */
+export interface Commits {
+  /** Runs decide against the state and settles with its result once the change is durable (and applied here). */
+  commit<T>(decide: (state: State, ctx: DecideContext) => Decision<T>): Promise<T>;
+}
+
 export interface Identity {
   newId(): string;
   newApikeyId(): string;
   newNonce(): string;
 }
 
-export class Committer {
+export class Committer implements Commits {
   /** Oldest first, from notDurableHead on. */
   private readonly notDurable: NotDurable[] = [];
   private notDurableHead = 0;

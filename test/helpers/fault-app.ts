@@ -109,7 +109,7 @@ export class InProcessApp {
     let app: InProcessApp | undefined;
     const handle = createPipeline(routeTable, {
       realm: 'authd',
-      routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics },
+      routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics, readiness: () => 'ready' },
       audit: (entry) => audit.record(entry),
       caller: (username, password, address, authorization) => authenticator.caller(username, password, address, authorization),
       knownCaller: (authorization, address) => authenticator.knownCaller(authorization, address),

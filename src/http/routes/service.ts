@@ -23,6 +23,15 @@ export const serviceRoutes: readonly RouteDecl[] = [
     handler: () => ({ result: '{"status":"ok"}' }),
   }),
   route({
+    method: 'GET', pattern: '/health/ready', operationId: 'ready', tag: 'Service', summary: 'Readiness check: 200 once the node serves with everything it should know, else 503',
+    access: 'public', audit: 'none', result: obj({ status: { type: 'string', enum: ['ready', 'catching_up', 'degraded'] } }),
+    handler: ({ deps }) => {
+      // degraded: a cluster node without NATS still answers reads and authentications, but not writes.
+      const status = deps.readiness();
+      return { status: status === 'ready' ? 200 : 503, result: `{"status":"${status}"}` };
+    },
+  }),
+  route({
     method: 'GET', pattern: '/metrics', operationId: 'metrics', tag: 'Service', summary: 'Prometheus metrics (text format 0.0.4)',
     access: 'read', audit: 'none', raw: 'text/plain', result: { type: 'string' },
     handler: ({ deps }) => ({ result: deps.metrics.render(), contentType: metricsContentType }),

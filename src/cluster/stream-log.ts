@@ -1,0 +1,170 @@
+// The only code that talks to NATS: the connection, the JetStream stream that holds the cluster's log, publishing to it with an expected last sequence, and reading it in order.
+
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import {
+  DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
+  type ConsumerMessages, type JetStreamClient, type JetStreamManager,
+} from '@nats-io/jetstream';
+import {
+  clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterPublishTimeoutMs, clusterReconnectWaitMs,
+} from '../config/limits.js';
+
+/** Another node appended first: the stream's last sequence was not the one this node decided against. */
+export class WrongLastSequenceError extends Error {
+  readonly code = 'wrong_last_sequence';
+  constructor(readonly expected: number) {
+    super(`the stream moved past sequence ${expected}`);
+    this.name = 'WrongLastSequenceError';
+  }
+}
+
+/** The stream could not take or confirm a write: NATS unreachable, no JetStream quorum, or no answer in time. */
+export class StreamUnavailableError extends Error {
+  readonly code = 'cluster_unavailable';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StreamUnavailableError';
+  }
+}
+
+export interface StreamLogOptions {
+  readonly servers: readonly string[];
+  readonly stream: string;
+  readonly replicas: number;
+  readonly nodeId: string;
+  /** Told whenever the connection to NATS is lost or comes back. */
+  readonly onConnection?: (connected: boolean) => void;
+}
+
+/** Reading the stream from a sequence on: messages in order, each once, until stop(). */
+export interface StreamFollower {
+  stop(): void;
+}
+
+export class StreamLog {
+  readonly subject: string;
+  #connected = true;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    readonly stream: string,
+  ) {
+    this.subject = `${stream}.log`;
+  }
+
+  /** Connects (retrying until clusterConnectTimeoutMs) and makes sure the stream exists, creating it if missing. */
+  static async open(opts: StreamLogOptions): Promise<StreamLog> {
+    const nc = await connect({
+      servers: [...opts.servers], name: `authd-${opts.nodeId}`, timeout: clusterConnectTimeoutMs,
+      maxReconnectAttempts: -1, reconnectTimeWait: clusterReconnectWaitMs, waitOnFirstConnect: true,
+    });
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: clusterPublishTimeoutMs });
+      const log = new StreamLog(nc, jetstream(nc, { timeout: clusterPublishTimeoutMs }), jsm, opts.stream);
+      await log.#ensureStream(opts.replicas);
+      log.#watch(opts.onConnection);
+      return log;
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /** The connection, for the other NATS users of a node (the snapshot bucket, shared failures). */
+  get connection(): NatsConnection {
+    return this.nc;
+  }
+
+  /** The stream's last sequence as JetStream reports it now (0 for an empty stream). */
+  async lastSeq(): Promise<number> {
+    try {
+      const info = await this.jsm.streams.info(this.stream);
+      return info.state.last_seq;
+    } catch (err) {
+      throw unavailable(err, 'cannot read the stream state');
+    }
+  }
+
+  /** The first sequence the stream still holds (1 until it was purged below a snapshot). */
+  async firstSeq(): Promise<number> {
+    try {
+      return (await this.jsm.streams.info(this.stream)).state.first_seq;
+    } catch (err) {
+      throw unavailable(err, 'cannot read the stream state');
+    }
+  }
+
+  /**
+   * Appends payload as the message right after expectedLastSeq; its sequence once JetStream has stored it on a quorum.
+   * A retry with the same msgId inside the duplicate window answers the first write's sequence instead of a second copy.
+   */
+  async publish(payload: Uint8Array, expectedLastSeq: number, msgId: string): Promise<number> {
+    try {
+      const ack = await this.js.publish(this.subject, payload, { msgID: msgId, expect: { lastSequence: expectedLastSeq }, timeout: clusterPublishTimeoutMs });
+      return ack.seq;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WrongLastSequenceError(expectedLastSeq);
+      throw unavailable(err, 'the stream did not take the write');
+    }
+  }
+
+  /** Removes every message below seq (kept snapshots cover them). */
+  async purgeBelow(seq: number): Promise<void> {
+    await this.jsm.streams.purge(this.stream, { seq });
+  }
+
+  /**
+   * Delivers every message from fromSeq on, in order, to onMessage (synchronously, one at a time), across reconnects and
+   * consumer resets, until stop(). onMessage may throw only to stop the process: the message is not delivered again.
+   */
+  async follow(fromSeq: number, onMessage: (seq: number, data: Uint8Array) => void): Promise<StreamFollower> {
+    const consumer = await this.js.consumers.get(this.stream, { opt_start_seq: Math.max(1, fromSeq), filter_subjects: this.subject });
+    const messages: ConsumerMessages = await consumer.consume({ callback: (m) => onMessage(m.seq, m.data) });
+    return { stop: () => void messages.stop() };
+  }
+
+  async close(): Promise<void> {
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+
+  async #ensureStream(replicas: number): Promise<void> {
+    try {
+      await this.jsm.streams.info(this.stream);
+      return;
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw unavailable(err, `cannot read stream ${this.stream}`);
+    }
+    try {
+      await this.jsm.streams.add({
+        name: this.stream, subjects: [this.subject], storage: StorageType.File, num_replicas: replicas,
+        retention: RetentionPolicy.Limits, discard: DiscardPolicy.Old, duplicate_window: clusterDuplicateWindowMs * 1_000_000,
+      });
+    } catch (err) {
+      // Another node created it at the same moment: its stream is the one.
+      await this.jsm.streams.info(this.stream).catch(() => { throw unavailable(err, `cannot create stream ${this.stream}`); });
+    }
+  }
+
+  #watch(onConnection: ((connected: boolean) => void) | undefined): void {
+    void (async () => {
+      for await (const status of this.nc.status()) {
+        const connected = status.type === 'reconnect' ? true : status.type === 'disconnect' ? false : undefined;
+        if (connected === undefined || connected === this.#connected) continue;
+        this.#connected = connected;
+        onConnection?.(connected);
+      }
+    })();
+  }
+}
+
+function unavailable(err: unknown, what: string): StreamUnavailableError {
+  if (err instanceof StreamUnavailableError) return err;
+  const why = err instanceof Error ? err.message : String(err);
+  return new StreamUnavailableError(`${what}: ${why}`, { cause: err });
+}
