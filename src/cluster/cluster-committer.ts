@@ -14,12 +14,15 @@ import { undoOps } from '../service/undo.js';
 import type { MicrosClock } from '../store/clock.js';
 import type { DecideContext, Decision } from '../store/decide.js';
 import type { State } from '../store/state.js';
-import { encodeMessage, type Replica } from './replica.js';
+import { encodeRecord } from '../persist/codec.js';
+import type { Replica } from './replica.js';
 import { StreamUnavailableError, WrongLastSequenceError } from './stream-log.js';
 
 /** What the committer needs of the stream (src/cluster/stream-log.ts). */
 export interface StreamWriter {
   publish(payload: Uint8Array, expectedLastSeq: number, msgId: string): Promise<number>;
+  /** The largest message the stream takes. */
+  readonly maxPayloadBytes: number;
   /** The stream's last sequence now. */
   lastSeq(): Promise<number>;
 }
@@ -69,15 +72,21 @@ export class ClusterCommitter implements Commits {
     }
   }
 
-  async #commitBatch(batch: readonly Waiting[]): Promise<void> {
+  async #commitBatch(waiting: readonly Waiting[]): Promise<void> {
     let failure: unknown;
+    let batch = waiting;
     for (let attempt = 1; attempt <= clusterCommitAttemptsMax; attempt++) {
       const base = this.state.lastSeq;
-      const { records, outcomes } = this.#decideAll(batch, base + 1);
-      if (records.length === 0) return settle(batch, outcomes);
+      const { frames, outcomes } = this.#decideAll(batch, base + 1);
+      if (outcomes.length < batch.length) {
+        // The message is full: the rest go first in the next one.
+        this.#queue.unshift(...batch.slice(outcomes.length));
+        batch = batch.slice(0, outcomes.length);
+      }
+      if (frames.length === 0) return settle(batch, outcomes);
       const msgId = `${this.#idPrefix}-${++this.#messages}`;
       try {
-        const seq = await this.stream.publish(encodeMessage(records), base, msgId);
+        const seq = await this.stream.publish(Buffer.concat(frames), base, msgId);
         await this.replica.applied(seq);
         return settle(batch, outcomes);
       } catch (err) {
@@ -103,11 +112,13 @@ export class ClusterCommitter implements Commits {
    * Each decision against the state as the ones before it left it, then the state put back as it was: the records
    * go to the stream, and come back into the state only through it, in the stream's order, like everyone else's.
    */
-  #decideAll(batch: readonly Waiting[], seq: number): { records: LogRecord[]; outcomes: Outcome[] } {
-    const records: LogRecord[] = [];
+  #decideAll(batch: readonly Waiting[], seq: number): { frames: Buffer[]; outcomes: Outcome[] } {
+    const frames: Buffer[] = [];
     const undos: LogRecord[] = [];
     const outcomes: Outcome[] = [];
     const base = this.state.lastSeq;
+    const bytesMax = this.stream.maxPayloadBytes;
+    let bytes = 0;
     for (const waiting of batch) {
       const now = this.clock.now();
       const ctx: DecideContext = { now, newId: this.identity.newId, newApikeyId: this.identity.newApikeyId, newNonce: this.identity.newNonce };
@@ -118,15 +129,32 @@ export class ClusterCommitter implements Commits {
         outcomes.push({ ok: false, error });
         continue;
       }
-      outcomes.push({ ok: true, result: decision.result });
-      if (decision.ops.length === 0) continue;
+      if (decision.ops.length === 0) {
+        outcomes.push({ ok: true, result: decision.result });
+        continue;
+      }
       const record: LogRecord = { seq, at: now, ops: decision.ops };
+      let frame: Buffer;
+      try {
+        frame = encodeRecord(record);
+      } catch (error) {
+        outcomes.push({ ok: false, error });
+        continue;
+      }
+      if (frame.length > bytesMax) {
+        outcomes.push({ ok: false, error: new DomainError('payload_too_large', `The change takes ${frame.length} bytes, more than the cluster's NATS servers take in one message (max_payload ${bytesMax}).`) });
+        continue;
+      }
+      // Decided but not taken: it is decided again, first in the next message.
+      if (bytes + frame.length > bytesMax) break;
+      bytes += frame.length;
+      outcomes.push({ ok: true, result: decision.result });
       undos.push({ seq: base, at: 0, ops: undoOps(this.state, decision.ops) });
       this.state.apply(record);
-      records.push(record);
+      frames.push(frame);
     }
     for (let i = undos.length - 1; i >= 0; i--) this.state.apply(undos[i]!);
-    return { records, outcomes };
+    return { frames, outcomes };
   }
 }
 

@@ -1,9 +1,8 @@
-// One node of a cluster: connects to the stream, checks the server key against the cluster's, loads the newest local snapshot, follows the stream from there, and takes local snapshots.
+// One node of a cluster: connects to the stream, checks the server key against the cluster's, loads the newest snapshot (local, else the cluster's), follows the stream from there, and takes snapshots (local, and the cluster's, below which the stream is purged).
 
 import { dirname, resolve } from 'node:path';
-import { Objm, type ObjectStore } from '@nats-io/obj';
-import { ConfigError, type ClusterConfig } from '../config/config.js';
-import { snapshotsKept } from '../config/limits.js';
+import type { ClusterConfig } from '../config/config.js';
+import { clusterSnapshotsKept, snapshotsKept } from '../config/limits.js';
 import { restrictDataDir } from '../persist/dir-mode.js';
 import { classifyDir } from '../persist/layout.js';
 import { acquireLock, type DirLock } from '../persist/lock.js';
@@ -12,6 +11,7 @@ import { readSnapshotChunks, SnapshotError, writeSnapshot, type SnapshotWritten 
 import { NodeStorage, type Storage } from '../persist/storage.js';
 import { State } from '../store/state.js';
 import { Replica } from './replica.js';
+import { SnapshotBucket } from './snapshot-bucket.js';
 import { StreamLog, type StreamFollower } from './stream-log.js';
 
 const timerMsMax = 2 ** 31 - 1;
@@ -43,6 +43,7 @@ export class ClusterNode {
     readonly state: State,
     readonly replica: Replica,
     readonly log: StreamLog,
+    private readonly bucket: SnapshotBucket,
     private readonly lock: DirLock,
     private readonly storage: Storage,
     private readonly opts: ClusterNodeOptions,
@@ -67,17 +68,14 @@ export class ClusterNode {
     });
     let lock: DirLock | undefined;
     try {
-      await checkClusterKey(await clusterBucket(log, cluster.stream, cluster.replicas), opts.keyFingerprint);
+      const bucket = await SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas);
+      await bucket.checkKey(opts.keyFingerprint);
       await storage.mkdirp(dataDir);
       restrictDataDir(dataDir, logger);
       await storage.fsyncDir(dirname(resolve(dataDir)));
       lock = await acquireLock(storage, dataDir);
-      const { state, snapshotSeq } = await loadNewestSnapshot(storage, dataDir, logger);
-      const firstSeq = await log.firstSeq();
-      if (firstSeq > state.lastSeq + 1 && state.lastSeq > 0) {
-        throw new Error(`the stream starts at sequence ${firstSeq}, after this node's snapshot at ${state.lastSeq}: start it with an empty data directory to load the cluster's snapshot`);
-      }
-      const node = new ClusterNode(state, new Replica(state), log, lock, storage, opts, snapshotSeq);
+      const { state, snapshotSeq } = await loadSnapshot(storage, dataDir, log, bucket, logger);
+      const node = new ClusterNode(state, new Replica(state), log, bucket, lock, storage, opts, snapshotSeq);
       await node.#start();
       return node;
     } catch (err) {
@@ -156,6 +154,7 @@ export class ClusterNode {
       this.#newestSnapshotSeq = written.baseSeq;
       logger.info({ file: written.path, baseSeq: written.baseSeq, entities: written.entities, bytes: written.bytes, ms: Math.round(written.durationMs) }, 'snapshot written');
       await this.#removeOldSnapshots();
+      await this.#share(written);
       return written;
     } catch (err) {
       logger.error({ err, baseSeq: source.baseSeq }, 'snapshot failed; the stream still holds every change');
@@ -173,6 +172,28 @@ export class ClusterNode {
     }
   }
 
+  /**
+   * Puts the snapshot in the cluster's bucket when the bucket's newest is older by at least half the snapshot period
+   * (so that not every node uploads every one), then purges the stream below the oldest snapshot the bucket keeps.
+   */
+  async #share(written: SnapshotWritten): Promise<void> {
+    const { logger, snapshotEveryRecords } = this.opts;
+    try {
+      const held = await this.bucket.snapshotSeqs();
+      if (held.length > 0 && written.baseSeq - held[0]! < snapshotEveryRecords / 2) return;
+      await this.bucket.put(written.path, written.baseSeq);
+      const kept = await this.bucket.snapshotSeqs();
+      if (kept.length >= clusterSnapshotsKept) {
+        const below = kept[kept.length - 1]! + 1;
+        await this.log.purgeBelow(below);
+        logger.info({ baseSeq: written.baseSeq, purgedBelow: below }, 'snapshot shared with the cluster; stream purged below the oldest kept');
+      } else logger.info({ baseSeq: written.baseSeq }, 'snapshot shared with the cluster');
+    } catch (err) {
+      // The stream still holds every change; a later snapshot tries again.
+      logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not share the snapshot with the cluster');
+    }
+  }
+
   #armTimer(): void {
     clearTimeout(this.#timer);
     if (this.#closed) return;
@@ -181,40 +202,40 @@ export class ClusterNode {
   }
 }
 
-/** The cluster's Object Store bucket: the server key's fingerprint (and the snapshots nodes share). */
-async function clusterBucket(log: StreamLog, stream: string, replicas: number): Promise<ObjectStore> {
-  return new Objm(log.connection).create(`${stream}-cluster`, { storage: 'file', replicas });
-}
-
-const keyFingerprintObject = 'key-fingerprint';
-
-/** The first node records its key's fingerprint; every later one must have the same key. */
-async function checkClusterKey(bucket: ObjectStore, fingerprint: string): Promise<void> {
-  const held = await bucket.getBlob(keyFingerprintObject);
-  if (held === null) {
-    await bucket.putBlob({ name: keyFingerprintObject }, Buffer.from(fingerprint, 'latin1'));
-    return;
-  }
-  const cluster = Buffer.from(held).toString('latin1');
-  if (cluster !== fingerprint) {
-    throw new ConfigError(`this node's server key (fingerprint ${fingerprint}) is not the cluster's (fingerprint ${cluster}): give every node the same KEY_FILE or SERVER_KEY`);
-  }
-}
-
-/** The newest valid local snapshot loaded into a new State, or an empty State when there is none. */
-async function loadNewestSnapshot(storage: Storage, dir: string, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number }> {
+/**
+ * The newest valid local snapshot the stream can continue (its messages from the snapshot's sequence on are still
+ * there), else the cluster's newest from the bucket, else an empty state that replays the stream from its start.
+ */
+async function loadSnapshot(storage: Storage, dir: string, log: StreamLog, bucket: SnapshotBucket, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number }> {
+  const firstSeq = await log.firstSeq();
   const { snapshots } = classifyDir(dir, await storage.list(dir));
-  for (const snapshot of snapshots) {
-    const state = new State();
-    try {
-      const summary = await readSnapshotChunks(storage, snapshot.path, (kind, values) => state.loadSection(kind, values));
-      state.finishLoad(summary.baseSeq);
-      logger.info({ file: snapshot.path, baseSeq: summary.baseSeq }, 'loaded the local snapshot');
-      return { state, snapshotSeq: summary.baseSeq };
-    } catch (err) {
-      if (!(err instanceof SnapshotError)) throw err;
-      logger.warn({ file: snapshot.path, reason: err.message }, 'local snapshot invalid; trying an older one');
-    }
+  const local = snapshots.filter((s) => s.baseSeq + 1 >= firstSeq);
+  if (local.length < snapshots.length) logger.warn({ firstSeq, skipped: snapshots.length - local.length }, 'local snapshots older than the stream\'s first message are of no use');
+  for (const snapshot of local) {
+    const loaded = await loadFile(storage, snapshot.path, logger);
+    if (loaded !== undefined) return loaded;
   }
+  for (const seq of await bucket.snapshotSeqs()) {
+    if (seq + 1 < firstSeq) break;
+    const path = await bucket.fetch(storage, dir, seq);
+    logger.info({ baseSeq: seq }, 'fetched the cluster\'s snapshot');
+    const loaded = await loadFile(storage, path, logger);
+    if (loaded !== undefined) return loaded;
+  }
+  if (firstSeq > 1) throw new Error(`the stream starts at sequence ${firstSeq} and no snapshot reaches it: nothing to start from`);
   return { state: new State(), snapshotSeq: 0 };
+}
+
+async function loadFile(storage: Storage, path: string, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number } | undefined> {
+  const state = new State();
+  try {
+    const summary = await readSnapshotChunks(storage, path, (kind, values) => state.loadSection(kind, values));
+    state.finishLoad(summary.baseSeq);
+    logger.info({ file: path, baseSeq: summary.baseSeq }, 'loaded the snapshot');
+    return { state, snapshotSeq: summary.baseSeq };
+  } catch (err) {
+    if (!(err instanceof SnapshotError)) throw err;
+    logger.warn({ file: path, reason: err.message }, 'snapshot invalid; trying an older one');
+    return undefined;
+  }
 }

@@ -1,7 +1,7 @@
 // A node's copy of the cluster's state: applies the stream's messages in order through State.apply, and tells who waits when a sequence has been applied.
 
 import type { LogRecord } from '../domain/entities.js';
-import { decodeLog, encodeRecord } from '../persist/codec.js';
+import { decodeLog } from '../persist/codec.js';
 import type { Replayable } from '../persist/replayable.js';
 
 /** A message that is not one or more whole records of its own sequence: never applied, the node stops. */
@@ -13,12 +13,10 @@ export class StreamMessageError extends Error {
   }
 }
 
-/** One message of the log: records in today's record encoding, back to back, every one carrying the message's sequence. */
-export function encodeMessage(records: readonly LogRecord[]): Buffer {
-  return Buffer.concat(records.map(encodeRecord));
-}
-
-/** The records of the message at seq; throws StreamMessageError for anything else. */
+/**
+ * The records of the message at seq: a message is records in the log's record encoding, back to back, every one
+ * carrying the message's sequence. Throws StreamMessageError for anything else.
+ */
 export function decodeMessage(seq: number, data: Uint8Array): LogRecord[] {
   const decoded = decodeLog(data, `stream message ${seq}`);
   if (decoded.end.kind !== 'clean') throw new StreamMessageError(seq, decoded.end.reason);

@@ -1,4 +1,4 @@
-// The only code that talks to NATS: the connection, the JetStream stream that holds the cluster's log, publishing to it with an expected last sequence, and reading it in order.
+// The NATS connection and the JetStream stream that holds the cluster's log: creating it, publishing to it with an expected last sequence, reading it in order, purging it.
 
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
@@ -6,8 +6,12 @@ import {
   type ConsumerMessages, type JetStreamClient, type JetStreamManager,
 } from '@nats-io/jetstream';
 import {
-  clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterPublishTimeoutMs, clusterReconnectWaitMs,
+  clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
+  clusterReconnectWaitMs,
 } from '../config/limits.js';
+
+/** max_payload counts a message's headers too: ours are a message id and an expected sequence, well under this. */
+const messageHeadersBytesMax = 1024;
 
 /** Another node appended first: the stream's last sequence was not the one this node decided against. */
 export class WrongLastSequenceError extends Error {
@@ -76,6 +80,11 @@ export class StreamLog {
     return this.#connected;
   }
 
+  /** The largest payload a message of ours may have: the servers' max_payload (1 MiB unless configured), less room for its headers. */
+  get maxPayloadBytes(): number {
+    return (this.nc.info?.max_payload ?? 1024 * 1024) - messageHeadersBytesMax;
+  }
+
   /** The connection, for the other NATS users of a node (the snapshot bucket, shared failures). */
   get connection(): NatsConnection {
     return this.nc;
@@ -105,12 +114,16 @@ export class StreamLog {
    * A retry with the same msgId inside the duplicate window answers the first write's sequence instead of a second copy.
    */
   async publish(payload: Uint8Array, expectedLastSeq: number, msgId: string): Promise<number> {
-    try {
-      const ack = await this.js.publish(this.subject, payload, { msgID: msgId, expect: { lastSequence: expectedLastSeq }, timeout: clusterPublishTimeoutMs });
-      return ack.seq;
-    } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WrongLastSequenceError(expectedLastSeq);
-      throw unavailable(err, 'the stream did not take the write');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ack = await this.js.publish(this.subject, payload, { msgID: msgId, expect: { lastSequence: expectedLastSeq }, timeout: clusterPublishTimeoutMs });
+        return ack.seq;
+      } catch (err) {
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WrongLastSequenceError(expectedLastSeq);
+        // No answer or no leader (a server gone, an election): the same message again, which JetStream stores at most once.
+        if (attempt >= clusterPublishAttemptsMax) throw unavailable(err, 'the stream did not take the write');
+        await new Promise((resolve) => setTimeout(resolve, clusterPublishRetryMs));
+      }
     }
   }
 

@@ -313,7 +313,7 @@ export const clusterConnectTimeoutMs = 5_000;
 /** Pause between reconnect attempts to NATS; attempts never stop. */
 export const clusterReconnectWaitMs = 250;
 /** A publish or stream request not answered in this long counts as failed: the write answers 503. */
-export const clusterPublishTimeoutMs = 5_000;
+export const clusterPublishTimeoutMs = 2_000;
 /** JetStream's duplicate window: a retried publish with the same message id inside it is stored once. */
 export const clusterDuplicateWindowMs = 120_000;
 /** Decisions waiting together go in one message, up to this many. */
@@ -322,3 +322,9 @@ export const clusterCommitBatchMax = 256;
 export const clusterCommitAttemptsMax = 16;
 /** Longest a strongly consistent read (X-Consistency: strong) waits for this node to apply what the stream held. */
 export const clusterStrongReadWaitMs = 5_000;
+/** Snapshots kept in the cluster's Object Store bucket; the stream is purged below the oldest of them. */
+export const clusterSnapshotsKept = 2;
+/** Times a publish that got no answer is sent again (same message id: stored once), while JetStream elects a new leader. */
+export const clusterPublishAttemptsMax = 4;
+/** Pause before a publish that got no answer is sent again. */
+export const clusterPublishRetryMs = 500;
