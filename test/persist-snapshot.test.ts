@@ -1,19 +1,20 @@
-// Msgpack snapshots: chunked round trip, the string dictionary, fuzzy writes under concurrent change, and SnapshotError for damaged or unfinished files.
+// Msgpack snapshots: chunked round trip, the string dictionary, fuzzy writes under concurrent change, and SnapshotError for damaged, unfinished or other-version files.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedListsMax, snapshotSharedStringCharsMax, snapshotSharedStringsMax,
 } from '../src/config/limits.js';
 import type { EntityKind } from '../src/domain/entities.js';
-import { frameHeaderBytes, packr } from '../src/persist/codec.js';
-import { snapshotFileName } from '../src/persist/layout.js';
+import { encodeRecord, frame as logFrame, frameHeaderBytes, packr } from '../src/persist/codec.js';
+import { segmentFileName, snapshotFileName } from '../src/persist/layout.js';
+import { recover, RecoveryError } from '../src/persist/recovery.js';
 import { readSnapshot, readSnapshotChunks, SnapshotError, snapshotFormatVersion, snapshotFrame, snapshotMagic, writeSnapshot } from '../src/persist/snapshot.js';
 import { NodeStorage } from '../src/persist/storage.js';
 import { withSharedStrings } from '../src/store/compact.js';
-import { FakeState, HookedStorage, ioError, putUser, record, tempDir, turn, user } from './helpers/persist-fixtures.js';
+import { FakeState, HookedStorage, ioError, putUser, record, RecordingLogger, tempDir, turn, user } from './helpers/persist-fixtures.js';
 
 const storage = new NodeStorage();
 
@@ -254,49 +255,86 @@ test('the string dictionary stops at snapshotSharedStringsMax; later strings are
   assert.deepEqual(restored.dump(), state.dump());
 });
 
-/** A snapshot file made frame by frame: each frame is a list of values, packed one after another. */
+/** A snapshot file made frame by frame, its header naming `version`: each frame is a list of values, packed one after another. */
 function handMade(path: string, version: number, chunks: { kind: EntityKind; entities: Uint8Array[] }[]): void {
-  const frame = (payload: Uint8Array): Buffer => snapshotFrame(payload, version);
-  const frames = [frame(packr.pack({ t: 'header', magic: snapshotMagic, version, baseSeq: 5 }))];
+  const frames = [snapshotFrame(packr.pack({ t: 'header', magic: snapshotMagic, version, baseSeq: 5 }))];
   const counts: Record<string, number> = {};
   for (const { kind, entities } of chunks) {
-    frames.push(frame(Buffer.concat([packr.pack({ t: 'chunk', kind, n: entities.length }), ...entities])));
+    frames.push(snapshotFrame(Buffer.concat([packr.pack({ t: 'chunk', kind, n: entities.length }), ...entities])));
     counts[kind] = (counts[kind] ?? 0) + entities.length;
   }
-  frames.push(frame(packr.pack({ t: 'trailer', counts, chunks: chunks.length })));
+  frames.push(snapshotFrame(packr.pack({ t: 'trailer', counts, chunks: chunks.length })));
   writeFileSync(path, Buffer.concat(frames));
 }
 
-test('a version 1 snapshot (no string dictionary) is still read', async (t) => {
-  const { dir, cleanup } = tempDir();
-  t.after(cleanup);
-  const path = join(dir, snapshotFileName(5));
-  const old = user('u1', 'Old Format');
-  handMade(path, 1, [{ kind: 'user', entities: [packr.pack(old)] }]);
-  const loaded = await readSnapshot(storage, path);
-  assert.deepEqual(loaded.sections.get('user'), [old]);
-  handMade(path, 2, [{ kind: 'user', entities: [packr.pack(old)] }]);
-  assert.deepEqual((await readSnapshot(storage, path)).sections.get('user'), [old], 'version 2 (no list dictionary) too');
-  handMade(path, 3, [{ kind: 'user', entities: [packr.pack(old)] }]);
-  assert.deepEqual((await readSnapshot(storage, path)).sections.get('user'), [old], 'version 3 (frames checksummed with CRC32C) too');
-  handMade(path, 5, [{ kind: 'user', entities: [packr.pack(old)] }]);
-  await expectInvalid(path, (err) => assert.match(err.message, /unsupported snapshot version 5/));
-});
+/** The refusal of a header naming `version`: the version found and the only one this build reads. */
+function otherVersion(version: number): RegExp {
+  return new RegExp(`snapshot format version ${version}; this build reads format version ${snapshotFormatVersion} only`);
+}
 
-test('a header whose checksum is not its version\'s is invalid, and so is a frame checksummed unlike its header', async (t) => {
+test('a snapshot of any other format version is refused, naming the version found and the one this build reads', async (t) => {
   const { dir, cleanup } = tempDir();
   t.after(cleanup);
   const path = join(dir, snapshotFileName(5));
+  const one = user('u1', 'Only Format');
+  handMade(path, snapshotFormatVersion, [{ kind: 'user', entities: [packr.pack(one)] }]);
+  assert.deepEqual((await readSnapshot(storage, path)).sections.get('user'), [one]);
+  for (const version of [snapshotFormatVersion - 1, snapshotFormatVersion + 1, 0]) {
+    handMade(path, version, [{ kind: 'user', entities: [packr.pack(one)] }]);
+    await expectInvalid(path, (err) => {
+      assert.equal(err.offset, 0);
+      assert.match(err.reason, otherVersion(version));
+    });
+  }
+  // A release whose frames carried another checksum (earlier formats used the log's CRC32C): still refused
+  // for its version, not taken for damage, though the checksum cannot tell which.
   const header = (version: number): Uint8Array => packr.pack({ t: 'header', magic: snapshotMagic, version, baseSeq: 5 });
   const trailer = packr.pack({ t: 'trailer', counts: {}, chunks: 0 });
-  writeFileSync(path, Buffer.concat([snapshotFrame(header(4), 3), snapshotFrame(trailer, 4)]));
-  await expectInvalid(path, (err) => assert.match(err.message, /checksum is not the one version 4 frames carry/));
-  writeFileSync(path, Buffer.concat([snapshotFrame(header(3), 4), snapshotFrame(trailer, 3)]));
-  await expectInvalid(path, (err) => assert.match(err.message, /checksum is not the one version 3 frames carry/));
-  writeFileSync(path, Buffer.concat([snapshotFrame(header(4), 4), snapshotFrame(trailer, 3)]));
-  await expectInvalid(path, (err) => assert.match(err.message, /checksum mismatch/));
-  writeFileSync(path, Buffer.concat([snapshotFrame(header(4), 4), snapshotFrame(trailer, 4)]));
+  writeFileSync(path, Buffer.concat([logFrame(header(snapshotFormatVersion - 1)), logFrame(trailer)]));
+  await expectInvalid(path, (err) => {
+    assert.equal(err.offset, 0);
+    assert.match(err.reason, otherVersion(snapshotFormatVersion - 1));
+    assert.match(err.reason, /checksum is not this version's/);
+  });
+  // This version's header under any checksum but CRC-32 is damage.
+  writeFileSync(path, Buffer.concat([logFrame(header(snapshotFormatVersion)), snapshotFrame(trailer)]));
+  await expectInvalid(path, (err) => assert.equal(err.reason, 'checksum mismatch'));
+  writeFileSync(path, Buffer.concat([snapshotFrame(header(snapshotFormatVersion)), snapshotFrame(trailer)]));
   assert.equal((await readSnapshot(storage, path)).baseSeq, 5);
+});
+
+test('recovery takes a snapshot of another format version for an invalid one: it falls back to the log, or refuses naming the version', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  const previous = snapshotFormatVersion - 1;
+  const records = (from: number, to: number): Buffer =>
+    Buffer.concat(Array.from({ length: to - from + 1 }, (_, i) => encodeRecord(record(from + i, putUser(`u${from + i}`)))));
+  // The whole log is there: the state is rebuilt from seq 1, with a warning naming the snapshot and its version.
+  const whole = join(dir, 'whole');
+  mkdirSync(whole);
+  const snapshotPath = join(whole, snapshotFileName(5));
+  handMade(snapshotPath, previous, [{ kind: 'user', entities: [packr.pack(user('u1'))] }]);
+  writeFileSync(join(whole, segmentFileName(1)), records(1, 7));
+  const logger = new RecordingLogger();
+  const recovered = await recover({ dir: whole, storage, createState: () => new FakeState(), logger });
+  assert.equal(recovered.snapshotBaseSeq, undefined);
+  assert.equal(recovered.recordsReplayed, 7);
+  assert.deepEqual([...recovered.state.maps.get('user')!.keys()].sort(), ['u1', 'u2', 'u3', 'u4', 'u5', 'u6', 'u7']);
+  const warning = logger.at('warn').find((e) => e.obj['file'] === snapshotPath);
+  assert.ok(warning, 'the refused snapshot is named in a warning');
+  assert.match(String(warning.obj['reason']), otherVersion(previous));
+  // The log starts after the snapshot: nothing gives the state, so recovery refuses, naming the snapshot and why.
+  const tail = join(dir, 'tail');
+  mkdirSync(tail);
+  handMade(join(tail, snapshotFileName(5)), previous, [{ kind: 'user', entities: [packr.pack(user('u1'))] }]);
+  writeFileSync(join(tail, segmentFileName(6)), records(6, 7));
+  await assert.rejects(recover({ dir: tail, storage, createState: () => new FakeState(), logger: new RecordingLogger() }), (err: unknown) => {
+    assert.ok(err instanceof RecoveryError, String(err));
+    assert.equal(err.file, join(tail, snapshotFileName(5)));
+    assert.equal(err.offset, 0);
+    assert.match(err.message, otherVersion(previous));
+    return true;
+  });
 });
 
 test('membership lists are written once, in the list dictionary, and every User with the same list gets the same frozen array', async (t) => {

@@ -1,29 +1,28 @@
 // Msgpack snapshots: written a chunk per event-loop turn into <name>.tmp, fsynced, renamed, directory fsynced; read back with every frame checked.
 //
-// File format: a sequence of frames like log frames ([u32 LE length][u32 LE checksum][payload]); the
-// checksum is CRC-32 (zlib's) from version 4 on, CRC32C (the log's) before.
+// File format (snapshotFormatVersion; the only one read: a file of any other version is refused, naming both):
+// a sequence of frames like log frames ([u32 LE length][u32 LE checksum][payload]), the checksum zlib's
+// CRC-32, which Node computes natively, several times faster than our CRC32C in JavaScript over a whole
+// snapshot (the log keeps CRC32C: its records are small).
 // Each payload is one or more concatenated msgpack values, the first a descriptor:
 //   header   { t: 'header', magic, version, baseSeq }
 //   chunk    { t: 'chunk', kind, n, strings?, lists? } followed by n entities of that kind
 //   trailer  { t: 'trailer', counts: { <kind>: n, ... }, chunks }
 // A file without its trailer (say, cut short by a crash before the rename) is invalid.
+// Any change to what is written, however small, takes a new version number (docs/operations.md, Format versions).
 //
-// String dictionary (version 2): a string that many entities repeat (an Organization's id, a status, a
-// common custom_data value; src/store/compact.ts picks them) is written once, in the `strings` of the
-// first chunk that uses it, and everywhere as a reference: msgpack ext sharedStringExt holding its index
-// among all the chunks' strings so far. Decoding turns each reference into the one copy, so a load makes
-// no duplicate to throw away and no lookup to share it: a smaller file, a faster load and less memory
-// than sharing strings after decoding through a lookup table.
-// List dictionary (version 3): a User's membership list (its Applications, its Groups) is written once, in
-// the `lists` of the first chunk that uses it, as the indices of its strings in the string dictionary, and
-// everywhere as a reference (ext sharedListExt holding its index among all the chunks' lists so far).
-// Decoding makes each list once, frozen, and hands that array to every User that has it: a million Users
-// in a few hundred combinations of Applications hold a few hundred arrays instead of a million (and their
-// backing stores), which is that many fewer objects to allocate on load and to mark in every full collection.
-// Checksums (version 4): frames carry zlib's CRC-32, which Node computes natively, several times faster
-// than our CRC32C in JavaScript over a whole snapshot (the log keeps CRC32C: its records are small).
-// A reader tries both on the header frame and then requires the one its version names.
-// Version 1 files (no dictionary), 2 (no list dictionary) and 3 (CRC32C) are still read.
+// String dictionary: a string that many entities repeat (an Organization's id, a status, a common
+// custom_data value; src/store/compact.ts picks them) is written once, in the `strings` of the first chunk
+// that uses it, and everywhere as a reference: msgpack ext sharedStringExt holding its index among all the
+// chunks' strings so far. Decoding turns each reference into the one copy, so a load makes no duplicate to
+// throw away and no lookup to share it: a smaller file, a faster load and less memory than sharing strings
+// after decoding through a lookup table.
+// List dictionary: a User's membership list (its Applications, its Groups) is written once, in the `lists`
+// of the first chunk that uses it, as the indices of its strings in the string dictionary, and everywhere as
+// a reference (ext sharedListExt holding its index among all the chunks' lists so far). Decoding makes each
+// list once, frozen, and hands that array to every User that has it: a million Users in a few hundred
+// combinations of Applications hold a few hundred arrays instead of a million (and their backing stores),
+// which is that many fewer objects to allocate on load and to mark in every full collection.
 //
 // Strings of their own: a string that is not in the dictionary and that a decoded entity keeps (a User's
 // id, email, name, password hash) is written with a 16-bit (or 32-bit) length header whatever its length,
@@ -48,25 +47,18 @@ import {
   snapshotChunkBytesMax, snapshotChunkEntities, snapshotSharedListItemsMax, snapshotSharedListsMax, snapshotSharedStringCharsMax,
   snapshotSharedStringsMax, walRecordBytesMax,
 } from '../config/limits.js';
-import { crc32c } from './crc32c.js';
 import { frameHeaderBytes, isEntityKind, isObject, packr } from './codec.js';
 import { parseSnapshotFileName, snapshotFileName, tmpSuffix } from './layout.js';
 import type { SnapshotSource } from './replayable.js';
 import type { ReadableFile, Storage, WritableFile } from './storage.js';
 
 export const snapshotMagic = 'authd-snapshot';
+/** The format this build writes and the only one it reads. */
 export const snapshotFormatVersion = 4;
-/** Versions this build reads: 3 is 4 with CRC32C, 2 is 3 without the list dictionary, 1 is 2 without the string dictionary. */
-const readableVersions: readonly unknown[] = [1, 2, 3, 4];
 
-/** A frame's checksum over data[start, end). */
-type Checksum = (data: Uint8Array, start: number, end: number) => number;
-
-const crc32: Checksum = (data, start, end) => zlibCrc32(data.subarray(start, end));
-
-/** The checksum a snapshot version's frames carry. */
-function checksumOf(version: number): Checksum {
-  return version >= 4 ? crc32 : crc32c;
+/** A frame's checksum: CRC-32 of data[start, end). */
+function checksum(data: Uint8Array, start: number, end: number): number {
+  return zlibCrc32(data.subarray(start, end));
 }
 
 /**
@@ -295,7 +287,7 @@ function yieldToEventLoop(): Promise<void> {
  * Frames a payload made of several msgpack values without joining them first, into `into` when it is
  * large enough (a reused buffer) or a new one. Returns the frame (a view of `into` when it was used).
  */
-function frameParts(parts: readonly Uint8Array[], payloadBytes: number, into?: Buffer, checksum = checksumOf(snapshotFormatVersion)): Buffer {
+function frameParts(parts: readonly Uint8Array[], payloadBytes: number, into?: Buffer): Buffer {
   const size = frameHeaderBytes + payloadBytes;
   const out = into !== undefined && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafe(size);
   let at = frameHeaderBytes;
@@ -308,9 +300,9 @@ function frameParts(parts: readonly Uint8Array[], payloadBytes: number, into?: B
   return out;
 }
 
-/** One payload as a snapshot frame of `version` (this build writes only the current one; tests make others). */
-export function snapshotFrame(payload: Uint8Array, version = snapshotFormatVersion): Buffer {
-  return frameParts([payload], payload.length, undefined, checksumOf(version));
+/** One payload as a snapshot frame. */
+export function snapshotFrame(payload: Uint8Array): Buffer {
+  return frameParts([payload], payload.length);
 }
 
 /** Writes frames with at most one write in flight, so encoding the next chunk overlaps writing the last. */
@@ -455,8 +447,6 @@ class FrameReader {
    */
   private payloads = [Buffer.alloc(0), Buffer.alloc(0)];
   private turn = 0;
-  /** The checksum the header frame carried, which its version must name; undefined until it is read. */
-  checksum: Checksum | undefined;
 
   constructor(private readonly file: ReadableFile) {}
 
@@ -485,17 +475,33 @@ class FrameReader {
     const read = this.payloads[this.turn]!;
     await this.readFully(read, length + nextHeader, at + frameHeaderBytes);
     const payload = read.subarray(0, length);
-    if (this.checksum === undefined) {
-      // The header, whose version (still to be decoded) says which checksum the frames carry: either may match.
-      this.checksum = [crc32, crc32c].find((sum) => sum(payload, 0, length) === crc);
-      if (this.checksum === undefined) throw this.invalid('checksum mismatch');
-    } else if (this.checksum(payload, 0, length) !== crc) throw this.invalid('checksum mismatch');
+    if (checksum(payload, 0, length) !== crc) throw this.checksumMismatch(payload, at);
     if (nextHeader !== 0) {
       read.copy(this.header, 0, length, length + nextHeader);
       this.headerAt = end;
     }
     this.offset = end;
     return payload;
+  }
+
+  /**
+   * A frame whose checksum does not match. The header frame is decoded all the same, only to tell a file of
+   * another format version (whose frames may carry another checksum) from damage: it is refused as a format
+   * this build does not read, so that nobody takes a sound file of another release for a damaged one.
+   */
+  private checksumMismatch(payload: Buffer, at: number): SnapshotError {
+    if (at === 0) {
+      let header: unknown;
+      try {
+        header = frameUnpackr().unpack(payload);
+      } catch {
+        header = undefined;
+      }
+      if (isObject(header) && header['t'] === 'header' && header['magic'] === snapshotMagic && header['version'] !== snapshotFormatVersion) {
+        return this.invalid(`${unsupportedVersion(header['version'])} (and the header's checksum is not this version's: a file of another release, or damaged)`, 0);
+      }
+    }
+    return this.invalid('checksum mismatch', at);
   }
 
   private async readFully(target: Buffer, length: number, position: number): Promise<void> {
@@ -595,13 +601,17 @@ export async function readSnapshot(storage: Storage, path: string): Promise<Load
   return { ...summary, sections };
 }
 
+/** Why a header naming `version` is refused: the version found and the one this build reads. */
+function unsupportedVersion(version: unknown): string {
+  return `snapshot format version ${String(version)}; this build reads format version ${snapshotFormatVersion} only`;
+}
+
 async function readFrames(reader: FrameReader, path: string, onChunk: SnapshotChunkConsumer): Promise<SnapshotSummary> {
   const dictionaries: Dictionaries = { strings: [], lists: [] };
   const header = decodeValues(reader, await reader.next(), 0, dictionaries);
   const h = header[0];
   if (header.length !== 1 || !isObject(h) || h['t'] !== 'header' || h['magic'] !== snapshotMagic) throw reader.invalid('not a snapshot header', 0);
-  if (!readableVersions.includes(h['version'])) throw reader.invalid(`unsupported snapshot version ${String(h['version'])}`, 0);
-  if (reader.checksum !== checksumOf(h['version'] as number)) throw reader.invalid(`the header's checksum is not the one version ${String(h['version'])} frames carry`, 0);
+  if (h['version'] !== snapshotFormatVersion) throw reader.invalid(unsupportedVersion(h['version']), 0);
   const baseSeq = h['baseSeq'];
   if (typeof baseSeq !== 'number' || !Number.isSafeInteger(baseSeq) || baseSeq < 0) throw reader.invalid('header has no valid baseSeq', 0);
   const named = parseSnapshotFileName(basename(path));
