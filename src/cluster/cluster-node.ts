@@ -2,7 +2,7 @@
 
 import { dirname, resolve } from 'node:path';
 import type { ClusterConfig } from '../config/config.js';
-import { clusterSnapshotsKept, snapshotsKept } from '../config/limits.js';
+import { clusterFollowCheckMs, clusterSnapshotsKept, snapshotsKept } from '../config/limits.js';
 import { restrictDataDir } from '../persist/dir-mode.js';
 import { classifyDir } from '../persist/layout.js';
 import { acquireLock, type DirLock } from '../persist/lock.js';
@@ -37,6 +37,7 @@ export class ClusterNode {
   #snapshotRunning: Promise<SnapshotWritten | undefined> | undefined;
   #newestSnapshotSeq: number;
   #timer: NodeJS.Timeout | undefined;
+  #watchTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   private constructor(
@@ -113,6 +114,7 @@ export class ClusterNode {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#watchTimer);
     this.#follower?.stop();
     try {
       await this.#snapshotRunning?.catch(() => undefined);
@@ -142,6 +144,30 @@ export class ClusterNode {
       }
     });
     this.#armTimer();
+    this.#watch();
+  }
+
+  /** Restarts the stream's reader when the stream is ahead of this node and nothing was applied since the last look. */
+  #watch(): void {
+    let seen = this.replica.appliedSeq;
+    const check = async (): Promise<void> => {
+      if (this.#closed) return;
+      const applied = this.replica.appliedSeq;
+      if (applied === seen && this.log.connected) {
+        const last = await this.log.lastSeq().catch(() => applied);
+        if (last > applied && this.replica.appliedSeq === applied) {
+          this.opts.logger.warn({ applied, streamLastSeq: last }, 'no progress reading the stream; starting the reader again');
+          this.#follower?.restart();
+        }
+      }
+      seen = this.replica.appliedSeq;
+    };
+    const tick = (): void => {
+      void check().finally(() => {
+        if (!this.#closed) this.#watchTimer = setTimeout(tick, clusterFollowCheckMs).unref();
+      });
+    };
+    this.#watchTimer = setTimeout(tick, clusterFollowCheckMs).unref();
   }
 
   async #takeSnapshot(): Promise<SnapshotWritten | undefined> {

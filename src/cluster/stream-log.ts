@@ -6,7 +6,7 @@ import {
   type ConsumerMessages, type JetStreamClient, type JetStreamManager,
 } from '@nats-io/jetstream';
 import {
-  clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
+  clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
   clusterReconnectWaitMs,
 } from '../config/limits.js';
 
@@ -43,11 +43,15 @@ export interface StreamLogOptions {
 /** Reading the stream from a sequence on: messages in order, each once, until stop(). */
 export interface StreamFollower {
   stop(): void;
+  /** Drops the reader and starts a new one at the next sequence. */
+  restart(): void;
 }
 
 export class StreamLog {
   readonly subject: string;
   #connected = true;
+  /** Readers to start anew after a reconnect: the server their consumer lived on may be the one that went away. */
+  readonly #followers = new Set<StreamFollower>();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -133,13 +137,46 @@ export class StreamLog {
   }
 
   /**
-   * Delivers every message from fromSeq on, in order, to onMessage (synchronously, one at a time), across reconnects and
-   * consumer resets, until stop(). onMessage may throw only to stop the process: the message is not delivered again.
+   * Delivers every message from fromSeq on, in order, to onMessage (synchronously, one at a time), until stop().
+   * onMessage may throw only to stop the process: the message is not delivered again. The reader is started anew
+   * from the next sequence whenever it ends, and by restart() (the owner's watchdog, when it sees no progress).
    */
   async follow(fromSeq: number, onMessage: (seq: number, data: Uint8Array) => void): Promise<StreamFollower> {
-    const consumer = await this.js.consumers.get(this.stream, { opt_start_seq: Math.max(1, fromSeq), filter_subjects: this.subject });
-    const messages: ConsumerMessages = await consumer.consume({ callback: (m) => onMessage(m.seq, m.data) });
-    return { stop: () => void messages.stop() };
+    let next = Math.max(1, fromSeq);
+    let stopped = false;
+    let current: ConsumerMessages | undefined;
+    const open = async (): Promise<void> => {
+      const consumer = await this.js.consumers.get(this.stream, { opt_start_seq: next, filter_subjects: this.subject });
+      // Short expiry and heartbeat: a reader on a server that died notices in seconds rather than the defaults' 30 s.
+      const messages = await consumer.consume({
+        callback: (m) => {
+          if (m.seq < next) return;
+          next = m.seq + 1;
+          onMessage(m.seq, m.data);
+        },
+        expires: clusterFollowExpiresMs, idle_heartbeat: clusterFollowHeartbeatMs,
+      });
+      current = messages;
+      void messages.closed().then(() => { if (!stopped && current === messages) reopen(); }, () => { if (!stopped && current === messages) reopen(); });
+    };
+    const reopen = (): void => {
+      if (stopped) return;
+      const old = current;
+      current = undefined;
+      void old?.stop();
+      open().catch(() => setTimeout(reopen, clusterReconnectWaitMs));
+    };
+    await open();
+    const follower: StreamFollower = {
+      stop: () => {
+        stopped = true;
+        this.#followers.delete(follower);
+        void current?.stop();
+      },
+      restart: reopen,
+    };
+    this.#followers.add(follower);
+    return follower;
   }
 
   async close(): Promise<void> {
@@ -170,6 +207,7 @@ export class StreamLog {
         const connected = status.type === 'reconnect' ? true : status.type === 'disconnect' ? false : undefined;
         if (connected === undefined || connected === this.#connected) continue;
         this.#connected = connected;
+        if (connected) for (const follower of this.#followers) follower.restart();
         onConnection?.(connected);
       }
     })();

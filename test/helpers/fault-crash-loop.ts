@@ -325,6 +325,8 @@ export interface CrashLoopOptions {
   /** Share of cycles killed at a kill point rather than at a random moment. */
   readonly pointShare?: number;
   readonly progress?: (line: string) => void;
+  /** More environment for every start: cluster mode's settings, for the crash loop on a JetStream stream. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export async function runCrashLoop(opts: CrashLoopOptions, totals: CrashLoopTotals): Promise<void> {
@@ -335,7 +337,7 @@ export async function runCrashLoop(opts: CrashLoopOptions, totals: CrashLoopTota
   let counter = 0;
   const next = (): number => ++counter;
   const dirs: ServerDirs = newServerDirs();
-  const baseEnv = { SNAPSHOT_EVERY_RECORDS: '20' };
+  const baseEnv = { SNAPSHOT_EVERY_RECORDS: '20', ...opts.env };
   let server: ServerProcess | undefined;
   let inFlightAtKill = new Map<string, Planned>();
   try {
