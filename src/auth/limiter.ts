@@ -40,6 +40,11 @@
 // had reached a lockout or slowing step is kept aside (at most bruteForceEscalationsMax of them, each costing an
 // attacker a factor's worth of failures) and comes back with its key, so a flood of fresh counters cannot hand
 // an attacker a fresh start.
+//
+// In a cluster, failures are shared (src/cluster/shared-failures.ts): the owner's onFailure listener is told
+// of each failure counted here, and failedElsewhere() counts one another node saw, on the same three counters
+// and in the same way, so guesses spread over the nodes lock an account at the same count as on one. The
+// reservation of slots stays per node: attempts in flight on several nodes at once are not seen by each other.
 
 import { isIPv6 } from 'node:net';
 import { RecencyMap } from './recency-map.js';
@@ -53,6 +58,13 @@ import { TrustedPairs } from './trusted-pairs.js';
 
 /** The limiter's settings are exactly the BRUTE_FORCE_* configuration (src/config/config.ts). */
 export type LimiterSettings = Config['bruteForce'];
+
+/**
+ * Told of a failure the limiter counted from one of its own attempts: the account name and the address in the
+ * form the counters use (lowercased, cut, an IPv6 address as its /64), which failedElsewhere() takes back as
+ * they are. Called synchronously inside failed(): it must not throw, nor wait for anything.
+ */
+export type FailureListener = (accountName: string, address: string) => void;
 
 interface Counter {
   failures: number;
@@ -115,6 +127,11 @@ export function addressKey(raw: string): string {
 }
 
 const scratchGroups = new Uint16Array(8);
+
+/** An account's counter key: its name lowercased and cut to bruteForceKeyCharsMax (a longer one matches no account anyway). */
+function accountKeyOf(accountName: string): string {
+  return `a:${accountName.slice(0, bruteForceKeyCharsMax).toLowerCase()}`;
+}
 
 /** The value of a hex digit's char code, else -1. */
 function hexDigit(code: number): number {
@@ -195,6 +212,9 @@ export class BruteForceLimiter {
   /** Counters pushed out of the table at a lockout or slowing step, by key (see insert()); oldest first out. */
   private readonly escalations = new RecencyMap<Counter>();
 
+  /** Told of each failure of an attempt of this limiter's own, never of those counted by failedElsewhere(): see FailureListener. */
+  onFailure: FailureListener | undefined = undefined;
+
   constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now) {
     for (const [name, value] of Object.entries(settings)) {
       if (!Number.isFinite(value) || value < 0) throw new RangeError(`limiter ${name} must be a number >= 0`);
@@ -235,7 +255,7 @@ export class BruteForceLimiter {
   private decide(accountName: string, rawAddress: string): Admission | { busy: Counter; delayMs: number; lockedBy: 'account' | 'address' } {
     this.countUncounted();
     const now = this.now();
-    const account = `a:${accountName.slice(0, bruteForceKeyCharsMax).toLowerCase()}`;
+    const account = accountKeyOf(accountName);
     const address = `i:${addressKey(rawAddress)}`;
     const pairKey = `p:${account}\u0000${address}`;
     const pair = this.live(pairKey, now);
@@ -340,6 +360,28 @@ export class BruteForceLimiter {
     this.countFailure(ticket.account ??= this.counter(ticket.accountKey, undefined, now), this.settings.failureFactor, now);
     this.countFailure(ticket.address ??= this.counter(ticket.addressKey, undefined, now), 0, now);
     this.countFailure(ticket.pair ??= this.counter(ticket.pairKey, undefined, now), 0, now);
+    // The names only when someone listens: a failure without a cluster allocates nothing more.
+    this.onFailure?.(ticket.accountKey.slice(2), ticket.addressKey.slice(2));
+  }
+
+  /**
+   * A failure another node of the cluster saw (src/cluster/shared-failures.ts): one more for the account, the address
+   * and the pair, exactly as failed() counts a local one (lockout steps, address slowing, the pair's tarpit), on
+   * counters made, kept aside and pushed out like every other. No ticket, nothing in flight; the listener is not
+   * told (it would send the failure back). The names are taken raw or as the listener gives them: the keys of
+   * both are the same (but for a name that lowercasing makes longer than bruteForceKeyCharsMax: no account's).
+   */
+  failedElsewhere(accountName: string, address: string): void {
+    // The attempt admitted last relies on nothing moving in the table before it is counted (see failed()).
+    this.countUncounted();
+    const now = this.now();
+    const account = accountKeyOf(accountName);
+    const addressCounterKey = `i:${addressKey(address)}`;
+    const pairKey = `p:${account}\u0000${addressCounterKey}`;
+    // live() first, as a decision would: an expired counter starts over, one kept aside comes back.
+    this.countFailure(this.counter(account, this.live(account, now), now), this.settings.failureFactor, now);
+    this.countFailure(this.counter(addressCounterKey, this.live(addressCounterKey, now), now), 0, now);
+    this.countFailure(this.counter(pairKey, this.live(pairKey, now), now), 0, now);
   }
 
   /**

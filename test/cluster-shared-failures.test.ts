@@ -1,0 +1,168 @@
+// Failures shared over a real nats-server (issue 25): guesses spread over two limiters lock the account on both at the failure factor; with NATS gone, failures are dropped and nothing waits.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { BruteForceLimiter, type LimiterSettings } from '../src/auth/limiter.js';
+import { failuresSubject, shareFailures, type SharedFailures } from '../src/cluster/shared-failures.js';
+import { packr } from '../src/persist/codec.js';
+
+const factor = 10;
+const settings: LimiterSettings = {
+  failureFactor: factor, addressFailureFactor: 100, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000,
+  failureResetMs: 12 * 3600_000, tarpitStepMs: 0, tarpitMaxMs: 5_000,
+};
+const stream = 'authd-test';
+
+function natsServerMissing(): string | undefined {
+  const probe = spawnSync('nats-server', ['--version'], { encoding: 'utf8' });
+  if (probe.error === undefined && probe.status === 0) return undefined;
+  const reason = 'nats-server is not installed (Debian: apt-get install nats-server)';
+  if (process.env['CI'] === 'true') throw new Error(`${reason}; CI must have it`);
+  return reason;
+}
+const skip = natsServerMissing();
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(what: string, done: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+let server: ChildProcess | undefined;
+let port = 0;
+const connections: NatsConnection[] = [];
+
+async function startServer(): Promise<void> {
+  port = await freePort();
+  server = spawn('nats-server', ['-p', String(port), '-a', '127.0.0.1'], { stdio: 'ignore' });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await (await connect({ servers: `127.0.0.1:${port}` })).close();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(50);
+    }
+  }
+}
+
+async function node(): Promise<NatsConnection> {
+  const nc = await connect({ servers: `127.0.0.1:${port}`, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  connections.push(nc);
+  return nc;
+}
+
+before(async () => {
+  if (skip === undefined) await startServer();
+});
+
+after(async () => {
+  for (const nc of connections) await nc.close().catch(() => undefined);
+  server?.kill('SIGKILL');
+});
+
+/** One wrong password on this limiter: admitted and failed. */
+function guess(limiter: BruteForceLimiter, account: string, address: string): boolean {
+  const a = limiter.admit(account, address);
+  if (a.admitted) limiter.failed(a.ticket);
+  return a.admitted;
+}
+
+function locked(limiter: BruteForceLimiter, account: string): boolean {
+  const a = limiter.admit(account, '203.0.113.250');
+  if (a.admitted) limiter.released(a.ticket);
+  return !a.admitted;
+}
+
+test('guesses spread over two nodes lock the account on both at the failure factor', { skip }, async () => {
+  const [ncA, ncB] = [await node(), await node()];
+  const [limiterA, limiterB] = [new BruteForceLimiter(settings), new BruteForceLimiter(settings)];
+  const sharedA = shareFailures(ncA, stream, 'node-a', limiterA);
+  const sharedB = shareFailures(ncB, stream, 'node-b', limiterB);
+  // The subscriptions are on the server once each connection's PING is answered.
+  await Promise.all([ncA.flush(), ncB.flush()]);
+  const spread = async (from: number, to: number): Promise<void> => {
+    for (let i = from; i < to; i++) {
+      const [limiter, shared, other] = i % 2 === 0 ? [limiterA, sharedA, sharedB] : [limiterB, sharedB, sharedA];
+      const applied = other.applied;
+      assert.ok(guess(limiter, 'u:victim@example.com', `198.51.100.${i}`), `guess ${i + 1} admitted`);
+      assert.equal(shared.sent, Math.floor(i / 2) + 1);
+      await until(`guess ${i + 1} on the other node`, () => other.applied === applied + 1);
+    }
+  };
+  await spread(0, factor - 1);
+  assert.equal(locked(limiterA, 'u:victim@example.com'), false, `${factor - 1} failures: open on node A`);
+  assert.equal(locked(limiterB, 'u:victim@example.com'), false, `${factor - 1} failures: open on node B`);
+  await spread(factor - 1, factor);
+  assert.equal(locked(limiterA, 'u:victim@example.com'), true, `${factor} failures: locked on node A`);
+  assert.equal(locked(limiterB, 'u:victim@example.com'), true, `${factor} failures: locked on node B`);
+  // Each node counted its own once (its echo skipped) and the other's once.
+  assert.deepEqual([sharedA.sent, sharedA.applied, sharedB.sent, sharedB.applied], [5, 5, 5, 5]);
+  assert.deepEqual([sharedA.dropped, sharedB.dropped], [0, 0]);
+  sharedA.stop();
+  sharedB.stop();
+  assert.equal(limiterA.onFailure, undefined, 'stop() removes the listener');
+});
+
+test('a message that is not a failure is ignored, and one that names the node itself is not counted again', { skip }, async () => {
+  const nc = await node();
+  const limiter = new BruteForceLimiter(settings);
+  const shared = shareFailures(nc, stream, 'node-c', limiter);
+  await nc.flush();
+  const publisher = await node();
+  const subject = failuresSubject(stream);
+  publisher.publish(subject, new TextEncoder().encode('not msgpack at all \u00c1'));
+  publisher.publish(subject, packr.pack(['node-x', 'u:a@example.com']));
+  publisher.publish(subject, packr.pack(['node-x', 'u:a@example.com', 42]));
+  publisher.publish(subject, new Uint8Array(8192));
+  for (let i = 0; i < factor; i++) publisher.publish(subject, packr.pack(['node-c', 'u:self@example.com', '192.0.2.1']));
+  publisher.publish(subject, packr.pack(['node-x', 'u:someone@example.com', '192.0.2.2']));
+  await publisher.flush();
+  await until('the last message', () => shared.applied === 1);
+  assert.equal(shared.ignored, 4);
+  assert.equal(locked(limiter, 'u:self@example.com'), false, "the node's own failures are already counted where they happened");
+  assert.equal(limiter.size, 3, "the other node's one failure: account, address and pair");
+  shared.stop();
+});
+
+test('with NATS gone, failures are dropped at once and authentication does not wait', { skip }, async () => {
+  const nc = await node();
+  const limiter = new BruteForceLimiter(settings);
+  const shared = shareFailures(nc, stream, 'node-d', limiter);
+  await nc.flush();
+  assert.ok(guess(limiter, 'u:before@example.com', '192.0.2.10'));
+  assert.equal(shared.sent, 1);
+  server!.kill('SIGKILL');
+  await new Promise((resolve) => server!.once('exit', resolve));
+  // Counted locally and dropped, synchronously, every time, once the client has seen the connection go.
+  let i = 0;
+  await until('a dropped failure', () => {
+    assert.ok(guess(limiter, `u:during${i}@example.com`, `192.0.2.${11 + (i++ % 200)}`));
+    return shared.dropped > 0;
+  });
+  const sent = shared.sent;
+  const started = performance.now();
+  for (let k = 0; k < 1000; k++) assert.ok(guess(limiter, 'u:spray@example.com', `10.8.${k >> 8}.${k & 255}`) || k >= factor);
+  assert.ok(performance.now() - started < 1000, 'no failure waited for NATS');
+  assert.equal(shared.sent, sent, 'nothing more handed to the client while disconnected');
+  assert.ok(locked(limiter, 'u:spray@example.com'), 'the local count still locks');
+  shared.stop();
+});
