@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table and a summary of targets, writes bench/results/latest-<front end>.json and .html.
+// `npm run bench [-- --cluster (bench/cluster.ts)] [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table and a summary of targets, writes bench/results/latest-<front end>.json and .html.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
@@ -257,6 +257,11 @@ function errorRow(id: string, name: string, err: unknown): ScenarioResult {
 }
 
 async function main(): Promise<void> {
+  // --cluster: cluster mode against the embedded log, a bench of its own (bench/cluster.ts runs on import).
+  if (process.argv.includes('--cluster')) {
+    await import('./cluster.js');
+    return;
+  }
   const args = parseArgs(process.argv.slice(2));
   const frontEnd = chooseFrontEnd(args.frontEnd);
   const times = args.quick ? quickTimes : fullTimes;

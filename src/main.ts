@@ -24,6 +24,7 @@ import { openPersistence, type Persistence } from './persist/persistence.js';
 import type { SnapshotWritten } from './persist/snapshot.js';
 import { ClusterCommitter } from './cluster/cluster-committer.js';
 import { ClusterNode, type Readiness } from './cluster/cluster-node.js';
+import { shareFailures, type SharedFailures } from './cluster/shared-failures.js';
 import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
@@ -99,6 +100,8 @@ interface Store {
   readiness(): Readiness;
   /** Cluster mode: see PipelineDeps.strongRead. */
   readonly strongRead?: () => Promise<void>;
+  /** Cluster mode: the limiter's failures shared with the other nodes, and theirs counted (src/cluster/shared-failures.ts). */
+  readonly shareFailures?: (limiter: BruteForceLimiter) => SharedFailures;
   close(): Promise<void>;
 }
 
@@ -136,6 +139,7 @@ async function openCluster(config: Config, cluster: ClusterConfig, logger: Logge
     state: node.state, committer, snapshots: node,
     cluster: { get readiness() { return node.readiness; }, get conflicts() { return committer.conflicts; }, get refused() { return committer.refused; } },
     readiness: () => node.readiness, strongRead: () => node.syncPoint(), close: () => node.close(),
+    shareFailures: (limiter) => shareFailures(node.log.connection, cluster.stream, cluster.nodeId, limiter),
   };
 }
 
@@ -212,6 +216,7 @@ async function main(): Promise<void> {
 
   const cache = new VerifyCache({ ttlMs: config.verifyCacheTtlMs, idleMs: config.verifyCacheIdleMs, entriesMax: verifyCacheEntriesMax });
   const limiter = new BruteForceLimiter(config.bruteForce);
+  const sharedFailures = store.shareFailures?.(limiter);
   // Pairs that succeeded before a restart stay trusted through it (src/auth/trusted-pairs-file.ts).
   limiter.useTrustKey(secrets.subkey('authd-trusted-pairs-v2'));
   const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, limiter });
@@ -275,6 +280,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     await server.close(shutdownGraceMs);
+    sharedFailures?.stop();
     await trustedPairs.close().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : 'unknown' }, 'trusted pairs not saved'));
     await store.close();
     await pool.close();

@@ -26,17 +26,8 @@
 
 import type { NatsConnection, Msg, Subscription } from '@nats-io/transport-node';
 import type { BruteForceLimiter, FailureListener } from '../auth/limiter.js';
+import { sharedFailureBytesMax, sharedFailuresSentPerSecondMax, sharedFailuresUnconfirmedMax } from '../config/limits.js';
 import { packr } from '../persist/codec.js';
-
-/** A node publishes at most this many failures per second; more are dropped (each node still counts its own). */
-export const sharedFailuresSentPerSecondMax = 20_000;
-/**
- * At most this many failures published and not yet confirmed by the server (a PING answered after them); more are
- * dropped. Bounds what the client holds for a connection that died without a word, until NATS notices (its pings).
- */
-export const sharedFailuresUnconfirmedMax = 1024;
-/** A message on the failures subject larger than this is ignored unread: a node's are far smaller (a node id of 64 characters at most, two names cut to 256). */
-export const sharedFailureBytesMax = 4096;
 
 /** What sharing has done so far: for metrics and tests. */
 export interface SharedFailures {

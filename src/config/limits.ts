@@ -333,3 +333,12 @@ export const clusterFollowExpiresMs = 5_000;
 export const clusterFollowHeartbeatMs = 1_000;
 /** How often a node checks that it keeps up with the stream; a reader with no progress while the stream is ahead is started anew. */
 export const clusterFollowCheckMs = 1_000;
+/** A node publishes at most this many failures per second; more are dropped (each node still counts its own). */
+export const sharedFailuresSentPerSecondMax = 20_000;
+/**
+ * At most this many failures published and not yet confirmed by the server (a PING answered after them); more are
+ * dropped. Bounds what the client holds for a connection that died without a word, until NATS notices (its pings).
+ */
+export const sharedFailuresUnconfirmedMax = 1024;
+/** A message on the failures subject larger than this is ignored unread: a node's are far smaller (a node id of 64 characters at most, two names cut to 256). */
+export const sharedFailureBytesMax = 4096;
