@@ -182,14 +182,14 @@ export class ClusterNode {
 }
 
 /** The cluster's Object Store bucket: the server key's fingerprint (and the snapshots nodes share). */
-async function clusterBucket(log: StreamLog, stream: string, replicas: number): Promise<ObjectStore> {
+export async function clusterBucket(log: StreamLog, stream: string, replicas: number): Promise<ObjectStore> {
   return new Objm(log.connection).create(`${stream}-cluster`, { storage: 'file', replicas });
 }
 
 const keyFingerprintObject = 'key-fingerprint';
 
 /** The first node records its key's fingerprint; every later one must have the same key. */
-async function checkClusterKey(bucket: ObjectStore, fingerprint: string): Promise<void> {
+export async function checkClusterKey(bucket: ObjectStore, fingerprint: string): Promise<void> {
   const held = await bucket.getBlob(keyFingerprintObject);
   if (held === null) {
     await bucket.putBlob({ name: keyFingerprintObject }, Buffer.from(fingerprint, 'latin1'));
