@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// authctl, the operator's command line: dispatches to the commands of src/cli/online.ts and src/cli/offline.ts; exit 0 ok, 1 failure, 2 usage.
+// authctl, the operator's command line: dispatches to the commands of src/cli/online.ts, src/cli/offline.ts and src/cli/cluster.ts; exit 0 ok, 1 failure, 2 usage.
 
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -8,10 +8,11 @@ import { packageVersion } from '../config/package-version.js';
 import {
   CommandError, exitFailure, exitOk, exitUsage, parse, processOutput, UsageError, type Command, type Output,
 } from './command.js';
+import { clusterCommands } from './cluster.js';
 import { offlineCommands } from './offline.js';
 import { onlineCommands } from './online.js';
 
-const commands: readonly Command[] = [...onlineCommands, ...offlineCommands];
+const commands: readonly Command[] = [...onlineCommands, ...offlineCommands, ...clusterCommands];
 
 function overview(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
@@ -25,6 +26,9 @@ function overview(): string {
     '',
     'On a data directory (--data-dir or DATA_DIR):',
     ...offlineCommands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    'On a cluster\'s NATS servers (--nats or CLUSTER_NATS_SERVERS):',
+    ...clusterCommands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
     'Exit status: 0 done, 1 failed, 2 wrong usage.',
   ].join('\n');

@@ -10,6 +10,8 @@ import type { PersistLogger } from '../persist/replayable.js';
 import { readSnapshotChunks, SnapshotError, writeSnapshot, type SnapshotWritten } from '../persist/snapshot.js';
 import { NodeStorage, type Storage } from '../persist/storage.js';
 import { State } from '../store/state.js';
+import { packageVersion } from '../config/package-version.js';
+import { serveNodeStatus } from './node-status.js';
 import { Replica } from './replica.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
 import { StreamLog, type StreamFollower } from './stream-log.js';
@@ -38,6 +40,7 @@ export class ClusterNode {
   #newestSnapshotSeq: number;
   #timer: NodeJS.Timeout | undefined;
   #watchTimer: NodeJS.Timeout | undefined;
+  #status: { stop(): void } | undefined;
   #closed = false;
 
   private constructor(
@@ -116,6 +119,7 @@ export class ClusterNode {
     clearTimeout(this.#timer);
     clearTimeout(this.#watchTimer);
     this.#follower?.stop();
+    this.#status?.stop();
     try {
       await this.#snapshotRunning?.catch(() => undefined);
       await this.snapshot().catch(() => undefined);
@@ -145,6 +149,13 @@ export class ClusterNode {
     });
     this.#armTimer();
     this.#watch();
+    // Answers `authctl cluster status` (src/cluster/node-status.ts).
+    const { stream, nodeId } = this.opts.cluster;
+    const startedAt = new Date().toISOString();
+    const version = packageVersion() ?? null;
+    this.#status = serveNodeStatus(this.log.connection, stream, nodeId, () => ({
+      node: nodeId, applied_seq: this.replica.appliedSeq, readiness: this.readiness, version, started_at: startedAt,
+    }));
   }
 
   /** Restarts the stream's reader when the stream is ahead of this node and nothing was applied since the last look. */

@@ -3,7 +3,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
   DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
-  type ConsumerMessages, type JetStreamClient, type JetStreamManager,
+  type ConsumerMessages, type JetStreamClient, type JetStreamManager, type StreamInfo,
 } from '@nats-io/jetstream';
 import {
   clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
@@ -31,6 +31,15 @@ export class StreamUnavailableError extends Error {
   }
 }
 
+/** The stream does not exist, and this StreamLog was opened to look, not to create it. */
+export class StreamMissingError extends Error {
+  readonly code = 'stream_missing';
+  constructor(readonly stream: string) {
+    super(`stream ${stream} does not exist`);
+    this.name = 'StreamMissingError';
+  }
+}
+
 export interface StreamLogOptions {
   readonly servers: readonly string[];
   readonly stream: string;
@@ -38,6 +47,10 @@ export interface StreamLogOptions {
   readonly nodeId: string;
   /** Told whenever the connection to NATS is lost or comes back. */
   readonly onConnection?: (connected: boolean) => void;
+  /** false: a missing stream is a StreamMissingError instead of being created (`authctl cluster status` only looks). */
+  readonly createMissing?: boolean;
+  /** false: fail when no server answers the first attempt, instead of waiting for one (authctl, which an operator waits on). */
+  readonly waitForServers?: boolean;
 }
 
 /** Reading the stream from a sequence on: messages in order, each once, until stop(). */
@@ -66,12 +79,12 @@ export class StreamLog {
   static async open(opts: StreamLogOptions): Promise<StreamLog> {
     const nc = await connect({
       servers: [...opts.servers], name: `authd-${opts.nodeId}`, timeout: clusterConnectTimeoutMs,
-      maxReconnectAttempts: -1, reconnectTimeWait: clusterReconnectWaitMs, waitOnFirstConnect: true,
+      maxReconnectAttempts: -1, reconnectTimeWait: clusterReconnectWaitMs, waitOnFirstConnect: opts.waitForServers ?? true,
     });
     try {
       const jsm = await jetstreamManager(nc, { timeout: clusterPublishTimeoutMs });
       const log = new StreamLog(nc, jetstream(nc, { timeout: clusterPublishTimeoutMs }), jsm, opts.stream);
-      await log.#ensureStream(opts.replicas);
+      await log.#ensureStream(opts.replicas, opts.createMissing ?? true);
       log.#watch(opts.onConnection);
       return log;
     } catch (err) {
@@ -99,6 +112,15 @@ export class StreamLog {
     try {
       const info = await this.jsm.streams.info(this.stream);
       return info.state.last_seq;
+    } catch (err) {
+      throw unavailable(err, 'cannot read the stream state');
+    }
+  }
+
+  /** Everything JetStream tells of the stream: its state, configuration, and which servers hold its replicas. */
+  async info(): Promise<StreamInfo> {
+    try {
+      return await this.jsm.streams.info(this.stream);
     } catch (err) {
       throw unavailable(err, 'cannot read the stream state');
     }
@@ -183,13 +205,14 @@ export class StreamLog {
     await this.nc.drain().catch(() => this.nc.close());
   }
 
-  async #ensureStream(replicas: number): Promise<void> {
+  async #ensureStream(replicas: number, createMissing: boolean): Promise<void> {
     try {
       await this.jsm.streams.info(this.stream);
       return;
     } catch (err) {
       if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw unavailable(err, `cannot read stream ${this.stream}`);
     }
+    if (!createMissing) throw new StreamMissingError(this.stream);
     try {
       await this.jsm.streams.add({
         name: this.stream, subjects: [this.subject], storage: StorageType.File, num_replicas: replicas,
