@@ -1,11 +1,8 @@
 // authctl cluster init and status against a real nats-server: an embedded data directory moved into a stream serves the same Users from a cluster node.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect as netConnect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -17,81 +14,14 @@ import { State } from '../src/store/state.js';
 import { authctl } from './helpers/authctl.js';
 import { authenticate, baseApplicationId, createApplication, createGroup, createUser, defaultUserPassword } from './helpers/http-fixtures.js';
 import type { UserFullJson } from './helpers/http-shapes.js';
+import { freePorts, natsSkipReason, startNatsCluster, type NatsCluster } from './helpers/nats-cluster.js';
 import { newServerDirs, ServerProcess, type ServerDirs } from './helpers/server.js';
 
 /** Small, so that the Users below need several stream messages and init's splitting is exercised end to end. */
 const natsPayloadBytesMax = 8 * 1024;
 const usersMade = 40;
-const natsReadyTimeoutMs = 10_000;
-
-function findNatsServer(): string | undefined {
-  const onPath = spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).stdout.trim();
-  if (onPath !== '') return onPath;
-  return existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : undefined;
-}
-
-const natsServerBin = findNatsServer();
-// CI always installs it (.ci/run): there a missing binary fails the file instead of skipping it.
-const skip = natsServerBin === undefined && process.env['CI'] !== 'true'
-  ? 'nats-server is not installed (not in PATH nor /usr/sbin): cluster tests need a real NATS server'
-  : false;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = netConnect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** One JetStream server in its own temp dir, killed by stop(). */
-class NatsServer {
-  private constructor(private readonly child: ChildProcess, readonly root: string, readonly url: string, private readonly log: () => string) {}
-
-  static async start(): Promise<NatsServer> {
-    if (natsServerBin === undefined) throw new Error('nats-server is not installed');
-    const root = mkdtempSync(join(tmpdir(), 'authd-nats-test-'));
-    const port = await freePort();
-    const config = join(root, 'nats.conf');
-    writeFileSync(config, `listen: 127.0.0.1:${port}\nserver_name: test-nats\nmax_payload: ${natsPayloadBytesMax}\njetstream { store_dir: "${join(root, 'js')}" }\n`);
-    let output = '';
-    const child = spawn(natsServerBin, ['-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => { output += s; });
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => { output += s; });
-    const server = new NatsServer(child, root, `nats://127.0.0.1:${port}`, () => output);
-    const until = Date.now() + natsReadyTimeoutMs;
-    while (!(await accepts(port))) {
-      if (child.exitCode !== null || Date.now() > until) {
-        server.stop();
-        throw new Error(`nats-server did not start on port ${port}:\n${output}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return server;
-  }
-
-  output(): string {
-    return this.log();
-  }
-
-  stop(): void {
-    if (this.child.exitCode === null) this.child.kill('SIGKILL');
-    rmSync(this.root, { recursive: true, force: true });
-  }
-}
-
-let nats: NatsServer | undefined;
+const skip = natsSkipReason();
+let nats: NatsCluster | undefined;
 let embedded: ServerDirs;
 let node: ServerProcess | undefined;
 let users: UserFullJson[] = [];
@@ -102,7 +32,7 @@ const stream = 'clitest';
 const stripHosts = (v: unknown): unknown => JSON.parse(JSON.stringify(v).replace(/http:\/\/127\.0\.0\.1:\d+/g, ''));
 
 function clusterEnv(s = stream): Record<string, string> {
-  return { CLUSTER_NATS_SERVERS: nats!.url, CLUSTER_STREAM: s };
+  return { CLUSTER_NATS_SERVERS: nats!.urls[0]!, CLUSTER_STREAM: s };
 }
 
 interface StatusJson {
@@ -112,7 +42,7 @@ interface StatusJson {
 
 before(async () => {
   if (skip !== false) return;
-  nats = await NatsServer.start();
+  nats = await startNatsCluster({ servers: 1, maxPayloadBytes: natsPayloadBytesMax });
   // An embedded server makes the data directory, as an operator's would have been before moving to a cluster.
   const server = await ServerProcess.start();
   embedded = server.dirs;
@@ -135,7 +65,7 @@ before(async () => {
 after(async () => {
   await node?.dispose();
   if (embedded !== undefined) rmSync(embedded.root, { recursive: true, force: true });
-  nats?.stop();
+  await nats?.stop();
 });
 
 describe('authctl cluster', { skip }, () => {
@@ -160,7 +90,7 @@ describe('authctl cluster', { skip }, () => {
     const res = await authctl(['cluster', 'init', '--from', embedded.dataDir, '--key-file', wrongKey, '--replicas', '1'], { env: clusterEnv() });
     assert.equal(res.code, 1, res.stdout + res.stderr);
     assert.match(res.stderr, /was written with a key of fingerprint/);
-    const status = await authctl(['cluster', 'status', '--nats', nats!.url, '--stream', stream]);
+    const status = await authctl(['cluster', 'status', '--nats', nats!.urls[0]!, '--stream', stream]);
     assert.equal(status.code, 1);
     assert.match(status.stderr, /stream clitest does not exist/);
   });
@@ -192,7 +122,7 @@ describe('authctl cluster', { skip }, () => {
   });
 
   test('status lists the stream and a node that answers, with its lag', async () => {
-    const nc: NatsConnection = await connect({ servers: nats!.url });
+    const nc: NatsConnection = await connect({ servers: nats!.urls[0]! });
     const status = serveNodeStatus(nc, stream, 'behind-node', () => ({
       node: 'ignored', applied_seq: 1, readiness: 'catching_up', version: '9.9.9', started_at: '2026-01-01T00:00:00.000Z',
     }));
@@ -209,7 +139,7 @@ describe('authctl cluster', { skip }, () => {
       assert.deepEqual(behind, {
         node: 'behind-node', applied_seq: 1, lag: json.stream.last_seq - 1, readiness: 'catching_up', version: '9.9.9', started_at: '2026-01-01T00:00:00.000Z',
       });
-      const text = await authctl(['cluster', 'status', '--nats', nats!.url, '--stream', stream]);
+      const text = await authctl(['cluster', 'status', '--nats', nats!.urls[0]!, '--stream', stream]);
       assert.equal(text.code, 0, text.stdout + text.stderr);
       assert.match(text.stdout, new RegExp(`^stream ${stream} \\(subject ${stream}\\.log\\): ${json.stream.messages} messages`, 'm'));
       assert.match(text.stdout, /^NODE +APPLIED +LAG +READINESS +VERSION +STARTED$/m);
@@ -235,7 +165,7 @@ describe('authctl cluster', { skip }, () => {
     const res = await authctl(['cluster', 'status']);
     assert.equal(res.code, 2);
     assert.match(res.stderr, /--nats is required/);
-    const closedPort = await freePort();
+    const [closedPort] = await freePorts(1);
     const unreachable = await authctl(['cluster', 'status', '--nats', `nats://127.0.0.1:${closedPort}`]);
     assert.equal(unreachable.code, 1, 'fails at once rather than waiting for a server');
     assert.match(unreachable.stderr, /cannot reach the stream authd on nats:\/\/127\.0\.0\.1:\d+/);

@@ -203,7 +203,7 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
       // The stream was purged below the bucket's oldest snapshot: the newcomer cannot replay from the start.
       await until(() => nodes.nodes[0]!.logLines().some((l) => typeof l['purgedBelow'] === 'number'), 10_000, 'a purge of the stream');
       const joined = await nodes.start(1);
-      assert.ok(joined.logLines().some((l) => l['msg'] === 'fetched the cluster\'s snapshot'), 'started from the bucket');
+      assert.ok(joined.logLines().some((l) => l['msg'] === 'loaded the cluster\'s snapshot from its bucket'), 'started from the bucket');
       const list = await nodes.api(1).get('/users?limit=1000');
       const emails = (list.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email);
       assert.equal(emails.filter((e) => e.startsWith('join-')).length, 35);

@@ -1,14 +1,13 @@
 // Failures shared over a real nats-server (issue 25): guesses spread over two limiters lock the account on both at the failure factor; with NATS gone, failures are dropped and nothing waits.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { BruteForceLimiter, type LimiterSettings } from '../src/auth/limiter.js';
 import { failuresSubject, shareFailures, type SharedFailures } from '../src/cluster/shared-failures.js';
 import { packr } from '../src/persist/codec.js';
+import { natsSkipReason, startNatsCluster, type NatsCluster } from './helpers/nats-cluster.js';
 
 const factor = 10;
 const settings: LimiterSettings = {
@@ -17,25 +16,7 @@ const settings: LimiterSettings = {
 };
 const stream = 'authd-test';
 
-function natsServerMissing(): string | undefined {
-  const probe = spawnSync('nats-server', ['--version'], { encoding: 'utf8' });
-  if (probe.error === undefined && probe.status === 0) return undefined;
-  const reason = 'nats-server is not installed (Debian: apt-get install nats-server)';
-  if (process.env['CI'] === 'true') throw new Error(`${reason}; CI must have it`);
-  return reason;
-}
-const skip = natsServerMissing();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+const skip = natsSkipReason();
 
 async function until(what: string, done: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -45,38 +26,22 @@ async function until(what: string, done: () => boolean, timeoutMs = 5000): Promi
   }
 }
 
-let server: ChildProcess | undefined;
-let port = 0;
+let nats: NatsCluster | undefined;
 const connections: NatsConnection[] = [];
 
-async function startServer(): Promise<void> {
-  port = await freePort();
-  server = spawn('nats-server', ['-p', String(port), '-a', '127.0.0.1'], { stdio: 'ignore' });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await (await connect({ servers: `127.0.0.1:${port}` })).close();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(50);
-    }
-  }
-}
-
 async function node(): Promise<NatsConnection> {
-  const nc = await connect({ servers: `127.0.0.1:${port}`, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const nc = await connect({ servers: nats!.urls[0]!, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   connections.push(nc);
   return nc;
 }
 
 before(async () => {
-  if (skip === undefined) await startServer();
+  if (skip === false) nats = await startNatsCluster({ servers: 1, jetstream: false });
 });
 
 after(async () => {
   for (const nc of connections) await nc.close().catch(() => undefined);
-  server?.kill('SIGKILL');
+  await nats?.stop();
 });
 
 /** One wrong password on this limiter: admitted and failed. */
@@ -150,8 +115,7 @@ test('with NATS gone, failures are dropped at once and authentication does not w
   await nc.flush();
   assert.ok(guess(limiter, 'u:before@example.com', '192.0.2.10'));
   assert.equal(shared.sent, 1);
-  server!.kill('SIGKILL');
-  await new Promise((resolve) => server!.once('exit', resolve));
+  await nats!.kill(0);
   // Counted locally and dropped, synchronously, every time, once the client has seen the connection go.
   let i = 0;
   await until('a dropped failure', () => {

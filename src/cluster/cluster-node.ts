@@ -7,8 +7,8 @@ import { restrictDataDir } from '../persist/dir-mode.js';
 import { classifyDir } from '../persist/layout.js';
 import { acquireLock, type DirLock } from '../persist/lock.js';
 import type { PersistLogger } from '../persist/replayable.js';
-import { readSnapshotChunks, SnapshotError, writeSnapshot, type SnapshotWritten } from '../persist/snapshot.js';
-import { NodeStorage, type Storage } from '../persist/storage.js';
+import { readSnapshotFile, SnapshotError, writeSnapshot, type SnapshotWritten } from '../persist/snapshot.js';
+import { NodeStorage, type ReadableFile, type Storage } from '../persist/storage.js';
 import { State } from '../store/state.js';
 import { packageVersion } from '../config/package-version.js';
 import { serveNodeStatus } from './node-status.js';
@@ -254,19 +254,44 @@ async function loadSnapshot(storage: Storage, dir: string, log: StreamLog, bucke
   }
   for (const seq of await bucket.snapshotSeqs()) {
     if (seq + 1 < firstSeq) break;
-    const path = await bucket.fetch(storage, dir, seq);
-    logger.info({ baseSeq: seq }, 'fetched the cluster\'s snapshot');
-    const loaded = await loadFile(storage, path, logger);
-    if (loaded !== undefined) return loaded;
+    const download = await bucket.download(storage, dir, seq);
+    const loaded = await loadFrom(download, logger).catch(async (err: unknown) => {
+      await download.drop();
+      throw err;
+    });
+    if (loaded === undefined) {
+      await download.drop();
+      continue;
+    }
+    await download.keep();
+    logger.info({ baseSeq: seq }, 'loaded the cluster\'s snapshot from its bucket');
+    return loaded;
   }
   if (firstSeq > 1) throw new Error(`the stream starts at sequence ${firstSeq} and no snapshot reaches it: nothing to start from`);
   return { state: new State(), snapshotSeq: 0 };
 }
 
+/** A local snapshot file, or one arriving from the bucket (readSnapshotFile); undefined if it is invalid. */
 async function loadFile(storage: Storage, path: string, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number } | undefined> {
+  let file: ReadableFile;
+  try {
+    file = await storage.openRead(path);
+  } catch (err) {
+    logger.warn({ file: path, reason: err instanceof Error ? err.message : String(err) }, 'cannot open the snapshot; trying an older one');
+    return undefined;
+  }
+  try {
+    return await loadFrom(file, logger);
+  } finally {
+    await file.close().catch(() => undefined);
+  }
+}
+
+async function loadFrom(file: ReadableFile, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number } | undefined> {
+  const { path } = file;
   const state = new State();
   try {
-    const summary = await readSnapshotChunks(storage, path, (kind, values) => state.loadSection(kind, values));
+    const summary = await readSnapshotFile(file, (kind, values) => state.loadSection(kind, values));
     state.finishLoad(summary.baseSeq);
     logger.info({ file: path, baseSeq: summary.baseSeq }, 'loaded the snapshot');
     return { state, snapshotSeq: summary.baseSeq };

@@ -8,7 +8,7 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import { ConfigError } from '../config/config.js';
 import { clusterSnapshotsKept } from '../config/limits.js';
 import { parseSnapshotFileName, snapshotFileName, tmpSuffix } from '../persist/layout.js';
-import type { Storage } from '../persist/storage.js';
+import type { ReadableFile, Storage, WritableFile } from '../persist/storage.js';
 
 const keyFingerprintObject = 'key-fingerprint';
 
@@ -50,24 +50,97 @@ export class SnapshotBucket {
     for (const old of (await this.snapshotSeqs()).slice(clusterSnapshotsKept)) await this.bucket.delete(snapshotFileName(old));
   }
 
-  /** Copies the bucket's snapshot of baseSeq into dir under its usual name, durably; its path. */
-  async fetch(storage: Storage, dir: string, baseSeq: number): Promise<string> {
+  /**
+   * The bucket's snapshot of baseSeq as a file to read front to back while it arrives, and its copy into dir under
+   * its usual name: decoding and downloading overlap, where a download first and a load after would add the two.
+   * Call keep() once the snapshot loaded (the copy is synced and named), or drop() if it did not.
+   */
+  async download(storage: Storage, dir: string, baseSeq: number): Promise<Download> {
     const name = snapshotFileName(baseSeq);
     const result = await this.bucket.get(name);
     if (result === null) throw new Error(`the cluster bucket no longer holds ${name}`);
     const path = join(dir, name);
-    const tmp = `${path}${tmpSuffix}`;
-    const file = await storage.create(tmp);
-    try {
-      for await (const chunk of result.data) await file.write(chunk);
-      const error = await result.error;
-      if (error != null) throw error;
-      await file.sync();
-    } finally {
-      await file.close();
+    return new Download(path, result.info.size, result.data, result.error, await storage.create(`${path}${tmpSuffix}`), storage, dir);
+  }
+}
+
+/** A snapshot arriving from the bucket: read by offset as its bytes come (forward only), and written to a local copy. */
+export class Download implements ReadableFile {
+  /** Arrived and not yet read past, oldest first; #base is the offset of the first. */
+  readonly #chunks: Uint8Array[] = [];
+  #base = 0;
+  #received = 0;
+  #failure: Error | undefined;
+  #ended = false;
+  #wake: (() => void) | undefined;
+  readonly #copied: Promise<void>;
+
+  constructor(
+    readonly path: string, readonly size: number, data: ReadableStream<Uint8Array>, error: Promise<Error | null>,
+    private readonly copy: WritableFile, private readonly storage: Storage, private readonly dir: string,
+  ) {
+    this.#copied = this.#pump(data, error);
+  }
+
+  async read(target: Uint8Array, length: number, position: number): Promise<number> {
+    const end = Math.min(position + length, this.size);
+    while (this.#received < end && this.#failure === undefined && !this.#ended) await new Promise<void>((resolve) => { this.#wake = resolve; });
+    if (this.#failure !== undefined) throw this.#failure;
+    if (position < this.#base) throw new Error(`read at ${position}, before what is kept (${this.#base})`);
+    // Chunks wholly before position are done with.
+    while (this.#chunks.length > 0 && this.#base + this.#chunks[0]!.length <= position) this.#base += this.#chunks.shift()!.length;
+    let done = 0;
+    let at = this.#base;
+    for (const chunk of this.#chunks) {
+      if (position + done >= end) break;
+      const from = position + done - at;
+      if (from < chunk.length) {
+        const n = Math.min(chunk.length - from, end - position - done);
+        target.set(chunk.subarray(from, from + n), done);
+        done += n;
+      }
+      at += chunk.length;
     }
-    await storage.rename(tmp, path);
-    await storage.fsyncDir(dir);
-    return path;
+    return done;
+  }
+
+  async close(): Promise<void> {
+    // The copy's fate is keep()'s or drop()'s.
+  }
+
+  /** The loaded snapshot's local copy, synced and named; its path. */
+  async keep(): Promise<string> {
+    await this.#copied;
+    if (this.#failure !== undefined) throw this.#failure;
+    await this.copy.sync();
+    await this.copy.close();
+    await this.storage.rename(this.copy.path, this.path);
+    await this.storage.fsyncDir(this.dir);
+    return this.path;
+  }
+
+  async drop(): Promise<void> {
+    await this.#copied.catch(() => undefined);
+    await this.copy.close().catch(() => undefined);
+    await this.storage.unlink(this.copy.path).catch(() => undefined);
+  }
+
+  async #pump(data: ReadableStream<Uint8Array>, error: Promise<Error | null>): Promise<void> {
+    try {
+      for await (const chunk of data) {
+        this.#chunks.push(chunk);
+        this.#received += chunk.length;
+        this.#wake?.();
+        await this.copy.write(chunk);
+      }
+      const failed = await error;
+      if (failed != null) throw failed;
+      if (this.#received !== this.size) throw new Error(`the bucket sent ${this.#received} of ${this.size} bytes`);
+    } catch (err) {
+      this.#failure = err instanceof Error ? err : new Error(String(err));
+    } finally {
+      this.#ended = true;
+      this.#wake?.();
+    }
   }
 }

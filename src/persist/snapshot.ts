@@ -579,12 +579,19 @@ export async function readSnapshotChunks(storage: Storage, path: string, onChunk
     throw new SnapshotError('snapshot_invalid', path, undefined, `cannot open: ${(err as Error).message}`, { cause: err });
   }
   try {
-    return await readFrames(new FrameReader(file), path, onChunk);
-  } catch (err) {
-    if (err instanceof SnapshotError) throw err;
-    throw new SnapshotError('snapshot_invalid', path, undefined, `cannot read: ${(err as Error).message}`, { cause: err });
+    return await readSnapshotFile(file, onChunk);
   } finally {
     await file.close().catch(() => undefined);
+  }
+}
+
+/** readSnapshotChunks on a file already open, read front to back (a snapshot still arriving, src/cluster/snapshot-bucket.ts). */
+export async function readSnapshotFile(file: ReadableFile, onChunk: SnapshotChunkConsumer): Promise<SnapshotSummary> {
+  try {
+    return await readFrames(new FrameReader(file), file.path, onChunk);
+  } catch (err) {
+    if (err instanceof SnapshotError) throw err;
+    throw new SnapshotError('snapshot_invalid', file.path, undefined, `cannot read: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -118,7 +118,7 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]
 // ---- ports ----
 
 /** `count` distinct free loopback ports: all are held open together so none is handed out twice, then released. */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers = [];
   try {
     for (let i = 0; i < count; i += 1) {
@@ -156,11 +156,12 @@ interface RunningServer {
 }
 
 /** nats-server's config syntax accepts JSON-style quoted strings, so JSON.stringify quotes paths safely. */
-function configText(spec: ServerSpec, clusterName: string, peers: readonly ServerSpec[], jetstream: boolean): string {
+function configText(spec: ServerSpec, clusterName: string, peers: readonly ServerSpec[], jetstream: boolean, maxPayloadBytes: number | undefined): string {
   const lines = [
     `server_name: ${JSON.stringify(spec.name)}`,
     `listen: "127.0.0.1:${spec.clientPort}"`,
   ];
+  if (maxPayloadBytes !== undefined) lines.push(`max_payload: ${maxPayloadBytes}`);
   if (jetstream) lines.push(`jetstream { store_dir: ${JSON.stringify(join(spec.dir, 'store'))} }`);
   if (spec.clusterPort !== undefined) {
     const routes = peers.filter((peer) => peer !== spec).map((peer) => `"nats-route://127.0.0.1:${peer.clusterPort}"`);
@@ -268,6 +269,8 @@ export interface NatsClusterOptions {
   /** How many servers; 1 starts a lone server with JetStream and no cluster block. */
   readonly servers?: number;
   readonly jetstream?: boolean;
+  /** The servers' max_payload; their default (1 MiB) when undefined. */
+  readonly maxPayloadBytes?: number;
 }
 
 export interface NatsCluster {
@@ -432,7 +435,7 @@ function makeSpecs(root: string, servers: number, ports: readonly number[]): Ser
  * place a stream replicated on all of them. Call `stop()` in `after()`.
  */
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
-  const { servers = 3, jetstream = true } = options;
+  const { servers = 3, jetstream = true, maxPayloadBytes } = options;
   if (!Number.isInteger(servers) || servers < 1) throw new Error(`servers must be a positive integer, not ${servers}`);
   const binary = natsServerPath();
   if (binary === undefined) throw new Error(skipReasonFor(undefined, false) || 'nats-server is not installed');
@@ -440,7 +443,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
     const root = mkdtempSync(join(tmpdir(), 'authd-nats-'));
     const specs = makeSpecs(root, servers, await freePorts(servers * 2));
     const clusterName = `authd-test-${process.pid}`;
-    for (const spec of specs) writeFileSync(spec.configFile, configText(spec, clusterName, specs, jetstream));
+    for (const spec of specs) writeFileSync(spec.configFile, configText(spec, clusterName, specs, jetstream, maxPayloadBytes));
     const cluster = new RunningCluster(binary, root, specs, jetstream);
     try {
       await cluster.startAll();
