@@ -251,6 +251,22 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
     assert.ok(totals.acknowledged > 60, 'each cycle got real work done');
   });
 
+  test('SIGTERM with NATS gone: the node stops cleanly, its snapshot written', async () => {
+    const lone = await startNatsCluster({ servers: 1 });
+    let node: ServerProcess | undefined;
+    try {
+      node = await ServerProcess.start({ env: { CLUSTER_NATS_SERVERS: lone.urls[0]!, CLUSTER_STREAM: 'gone', CLUSTER_REPLICAS: '1', NODE_ID: 'gone' } });
+      const app = await baseApplicationId(node.api());
+      assert.equal((await node.api().post('/users/user', userBody('before-nats-died@example.com', app))).status, 200);
+      await lone.kill(0);
+      assert.equal(await node.stop(), 0, node.output().slice(-2000));
+      assert.ok(node.logLines().some((l) => l['msg'] === 'snapshot written'), 'the final snapshot is local and needs no NATS');
+    } finally {
+      await node?.dispose();
+      await lone.stop();
+    }
+  });
+
   test('a node whose server key is not the cluster\'s refuses to start, saying so', async () => {
     const nodes = new Nodes(nats);
     try {

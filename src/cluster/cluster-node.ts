@@ -215,6 +215,8 @@ export class ClusterNode {
    */
   async #share(written: SnapshotWritten): Promise<void> {
     const { logger, snapshotEveryRecords } = this.opts;
+    // Without NATS the bucket cannot answer; a later snapshot shares.
+    if (!this.log.connected) return;
     try {
       const held = await this.bucket.snapshotSeqs();
       if (held.length > 0 && written.baseSeq - held[0]! < snapshotEveryRecords / 2) return;

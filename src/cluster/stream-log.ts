@@ -6,7 +6,7 @@ import {
   type ConsumerMessages, type JetStreamClient, type JetStreamManager, type StreamInfo,
 } from '@nats-io/jetstream';
 import {
-  clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
+  clusterCloseMs, clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
   clusterReconnectWaitMs,
 } from '../config/limits.js';
 
@@ -201,8 +201,13 @@ export class StreamLog {
     return follower;
   }
 
+  /** Drains the connection (what was published goes out), for at most clusterCloseMs: without NATS a drain never ends. */
   async close(): Promise<void> {
-    await this.nc.drain().catch(() => this.nc.close());
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => { timer = setTimeout(resolve, clusterCloseMs); });
+    await Promise.race([this.nc.drain().catch(() => undefined), late]);
+    clearTimeout(timer);
+    if (!this.nc.isClosed()) await this.nc.close().catch(() => undefined);
   }
 
   async #ensureStream(replicas: number, createMissing: boolean): Promise<void> {

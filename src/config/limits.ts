@@ -342,3 +342,5 @@ export const sharedFailuresSentPerSecondMax = 20_000;
 export const sharedFailuresUnconfirmedMax = 1024;
 /** A message on the failures subject larger than this is ignored unread: a node's are far smaller (a node id of 64 characters at most, two names cut to 256). */
 export const sharedFailureBytesMax = 4096;
+/** A node's shutdown waits this long at most for its NATS connection to drain. */
+export const clusterCloseMs = 2_000;
