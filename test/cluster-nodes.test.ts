@@ -251,7 +251,7 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
     assert.ok(totals.acknowledged > 60, 'each cycle got real work done');
   });
 
-  test('SIGTERM with NATS gone: the node stops cleanly, its snapshot written', async () => {
+  test('NATS gone: plain reads go on, strong reads answer 503, readiness says degraded, SIGTERM stops cleanly with the snapshot written', async () => {
     const lone = await startNatsCluster({ servers: 1 });
     let node: ServerProcess | undefined;
     try {
@@ -259,6 +259,13 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
       const app = await baseApplicationId(node.api());
       assert.equal((await node.api().post('/users/user', userBody('before-nats-died@example.com', app))).status, 200);
       await lone.kill(0);
+      // Reads and readiness without NATS: a plain read is answered from memory, a strong one cannot be, readiness says so.
+      const api = node.api();
+      await until(async () => (await api.get('/health/ready', { credentials: null })).text.includes('"degraded"'), 10_000, 'readiness degraded');
+      assert.equal((await api.get('/users?limit=5')).status, 200);
+      const strong = await api.get('/users?limit=5', { headers: { 'X-Consistency': 'strong' } });
+      assert.equal(strong.status, 503, strong.text);
+      assert.ok(strong.headers.get('retry-after') !== null);
       assert.equal(await node.stop(), 0, node.output().slice(-2000));
       assert.ok(node.logLines().some((l) => l['msg'] === 'snapshot written'), 'the final snapshot is local and needs no NATS');
     } finally {

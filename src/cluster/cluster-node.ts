@@ -2,7 +2,9 @@
 
 import { dirname, resolve } from 'node:path';
 import type { ClusterConfig } from '../config/config.js';
-import { clusterFollowCheckMs, clusterSnapshotsKept, snapshotsKept } from '../config/limits.js';
+import { clusterFollowCheckMs, clusterSnapshotsKept, clusterStrongReadWaitMs, snapshotsKept, unavailableRetryAfterS } from '../config/limits.js';
+import { packageVersion } from '../config/package-version.js';
+import { DomainError } from '../domain/errors.js';
 import { restrictDataDir } from '../persist/dir-mode.js';
 import { classifyDir } from '../persist/layout.js';
 import { acquireLock, type DirLock } from '../persist/lock.js';
@@ -10,7 +12,6 @@ import type { PersistLogger } from '../persist/replayable.js';
 import { readSnapshotFile, SnapshotError, writeSnapshot, type SnapshotWritten } from '../persist/snapshot.js';
 import { NodeStorage, type ReadableFile, type Storage } from '../persist/storage.js';
 import { State } from '../store/state.js';
-import { packageVersion } from '../config/package-version.js';
 import { serveNodeStatus } from './node-status.js';
 import { Replica } from './replica.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
@@ -60,12 +61,9 @@ export class ClusterNode {
   static async open(opts: ClusterNodeOptions): Promise<ClusterNode> {
     const { cluster, dataDir, logger } = opts;
     const storage = new NodeStorage();
-    let connected = true;
     const log = await StreamLog.open({
       servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId,
       onConnection: (now) => {
-        if (now === connected) return;
-        connected = now;
         if (now) logger.info({ stream: cluster.stream }, 'reconnected to NATS');
         else logger.warn({ stream: cluster.stream }, 'lost the connection to NATS: writes answer 503, reads and authentications go on');
       },
@@ -99,9 +97,22 @@ export class ClusterNode {
     return this.log.connected ? 'ready' : 'degraded';
   }
 
-  /** For a strongly consistent read: resolves once this node has applied what the stream holds now. */
+  /**
+   * For a strongly consistent read: resolves once this node has applied what the stream holds now. Rejects with a 503
+   * when NATS cannot say what that is, or the node has not applied it within clusterStrongReadWaitMs.
+   */
   async syncPoint(): Promise<void> {
-    await this.replica.applied(await this.log.lastSeq());
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('not applied in time')), clusterStrongReadWaitMs);
+    });
+    try {
+      await Promise.race([this.log.lastSeq().then((seq) => this.replica.applied(seq)), late]);
+    } catch {
+      throw new DomainError('storage_unavailable', 'This node cannot give a strongly consistent read right now (the cluster log is unavailable or ahead of it); retry later.', { retryAfterS: unavailableRetryAfterS });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Takes a local snapshot now, unless one is running (that one) or nothing was applied since the newest (undefined). */
