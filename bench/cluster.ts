@@ -56,6 +56,7 @@ function parseArgs(argv: readonly string[]): Args {
 
 const log = (line: string): void => { process.stdout.write(`cluster-bench: ${line}\n`); };
 const ms = (x: number): string => x.toFixed(2);
+const verdict = (met: boolean): string => (met ? 'MET' : 'MISSED');
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -224,7 +225,8 @@ async function main(): Promise<void> {
       if (replicas === 3) {
         const auth = await authRate(generator, authFile, a, args.connections);
         row['auth'] = auth;
-        log(`replicas 3: authenticate on one node ${Math.round(auth.perSec)}/s = ${(auth.perSec / embeddedAuth.perSec).toFixed(2)} x embedded (target >= ${authRatioMin})`);
+        const ratio = auth.perSec / embeddedAuth.perSec;
+        log(`replicas 3: authenticate on one node ${Math.round(auth.perSec)}/s = ${ratio.toFixed(2)} x embedded (target >= ${authRatioMin}: ${verdict(ratio >= authRatioMin)})`);
       }
       const w = await writeCosts(f, a.port, writes);
       row['writes'] = w;
@@ -235,7 +237,7 @@ async function main(): Promise<void> {
       // A node that joins once the cluster has run: the bucket's snapshot plus the stream's tail.
       const joined = await startNode(`${stream}-c`, root, { ...env('c'), LOG_LEVEL: 'info' });
       row['joinReadyMs'] = joined.readyMs;
-      log(`replicas ${replicas}: a new node with ${args.users.toLocaleString('en-US')} users ready in ${(joined.readyMs / 1000).toFixed(2)} s (target <= ${readyMsMax / 1000} s)`);
+      log(`replicas ${replicas}: a new node with ${args.users.toLocaleString('en-US')} users ready in ${(joined.readyMs / 1000).toFixed(2)} s (target <= ${readyMsMax / 1000} s: ${verdict(joined.readyMs <= readyMsMax)})`);
       for (const n of [a, b, joined]) await n.child.stop();
       results[`replicas${replicas}`] = row;
     }
