@@ -44,6 +44,21 @@ class Nodes {
   }
 }
 
+/** The emails of the Users a node holds, read with strong consistency. */
+async function emailsOn(api: Api): Promise<string[]> {
+  const list = await api.get('/users?consistent=1&limit=1000');
+  assert.equal(list.status, 200, list.text);
+  return (list.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email);
+}
+
+/** Two nodes on a fresh stream and the base Application's id. */
+async function twoNodes(nats: NatsCluster, env: Record<string, string> = {}): Promise<{ nodes: Nodes; app: string }> {
+  const nodes = new Nodes(nats);
+  await nodes.start(0, env);
+  await nodes.start(1, env);
+  return { nodes, app: await baseApplicationId(nodes.api(0)) };
+}
+
 function userBody(email: string, app: string): Record<string, unknown> {
   return { email, password: defaultUserPassword, name: 'Cluster User', applications: [app] };
 }
@@ -58,11 +73,8 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
   });
 
   test('a write on one node is read on another: at once with strong consistency, and eventually without', async () => {
-    const nodes = new Nodes(nats);
+    const { nodes, app } = await twoNodes(nats);
     try {
-      await nodes.start(0);
-      await nodes.start(1);
-      const app = await baseApplicationId(nodes.api(0));
       const created = await nodes.api(0).post('/users/user', userBody('reads@example.com', app));
       assert.equal(created.status, 200, created.text);
       const id = (created.json as { service: { result: { user: { id: string } } } }).service.result.user.id;
@@ -85,11 +97,8 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
   });
 
   test('the same email created on two nodes at the same time: exactly one succeeds, the other gets 409', async () => {
-    const nodes = new Nodes(nats);
+    const { nodes, app } = await twoNodes(nats);
     try {
-      await nodes.start(0);
-      await nodes.start(1);
-      const app = await baseApplicationId(nodes.api(0));
       for (let round = 0; round < 10; round++) {
         const email = `same-${round}@example.com`;
         const answers = await Promise.all([0, 1].map((i) => nodes.api(i).post('/users/user', userBody(email, app))));
@@ -98,8 +107,7 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
       }
       // Both nodes hold each email once.
       for (const i of [0, 1]) {
-        const list = await nodes.api(i).get('/users?consistent=1&limit=100');
-        const emails = (list.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email).filter((e) => e.startsWith('same-'));
+        const emails = (await emailsOn(nodes.api(i))).filter((e) => e.startsWith('same-'));
         assert.equal(emails.length, 10);
         assert.equal(new Set(emails).size, 10);
       }
@@ -109,11 +117,8 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
   });
 
   test('kill -9 of a node during concurrent writes: every acknowledged write is on the survivor and on the restarted node', async () => {
-    const nodes = new Nodes(nats);
+    const { nodes, app } = await twoNodes(nats);
     try {
-      await nodes.start(0);
-      await nodes.start(1);
-      const app = await baseApplicationId(nodes.api(0));
       const acknowledged: string[] = [];
       let stop = false;
       const writer = async (i: number, prefix: string): Promise<void> => {
@@ -133,9 +138,7 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
       const restarted = await nodes.nodes[0]!.restart();
       nodes.nodes[0] = restarted;
       for (const i of [1, 0]) {
-        const list = await nodes.api(i).get('/users?consistent=1&limit=1000');
-        assert.equal(list.status, 200, list.text);
-        const held = new Set((list.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email));
+        const held = new Set(await emailsOn(nodes.api(i)));
         const missing = acknowledged.filter((e) => !held.has(e));
         assert.deepEqual(missing, [], `node ${i} lacks acknowledged writes`);
       }
@@ -145,11 +148,8 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
   });
 
   test('kill -9 of one of three NATS servers during writes: writes go on, nothing acknowledged is lost; with two down writes answer 503 and authentications go on', async () => {
-    const nodes = new Nodes(nats);
+    const { nodes, app } = await twoNodes(nats);
     try {
-      await nodes.start(0);
-      await nodes.start(1);
-      const app = await baseApplicationId(nodes.api(0));
       const acknowledged: string[] = [];
       const refused: number[] = [];
       let stop = false;
@@ -185,8 +185,7 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
       await nats.restart(1);
       await until(async () => (await nodes.api(0).post('/users/user', userBody(`back-${Date.now()}@example.com`, app))).status === 200, 30_000, 'a write once the servers are back');
       for (const i of [0, 1]) {
-        const list = await nodes.api(i).get('/users?consistent=1&limit=1000');
-        const held = new Set((list.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email));
+        const held = new Set(await emailsOn(nodes.api(i)));
         assert.deepEqual(acknowledged.filter((e) => !held.has(e)), [], `node ${i} lacks acknowledged writes`);
       }
     } finally {

@@ -2,25 +2,12 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BruteForceLimiter, type Admission, type LimiterSettings } from '../src/auth/limiter.js';
+import { BruteForceLimiter, type LimiterSettings } from '../src/auth/limiter.js';
 import { bruteForceCountersMax } from '../src/config/limits.js';
+import { clock, fail, keycloakLike } from './helpers/limiter-kit.js';
 
-const settings: LimiterSettings = {
-  failureFactor: 30, addressFailureFactor: 100, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000,
-  failureResetMs: 12 * 3600_000, tarpitStepMs: 250, tarpitMaxMs: 5_000,
-};
+const settings = keycloakLike;
 const noTarpit: LimiterSettings = { ...settings, tarpitStepMs: 0 };
-
-function clock(): { now: () => number; advance: (ms: number) => void } {
-  let t = 1_700_000_000_000;
-  return { now: () => t, advance: (ms) => { t += ms; } };
-}
-
-function fail(limiter: BruteForceLimiter, account: string, address: string): Admission {
-  const a = limiter.admit(account, address);
-  if (a.admitted) limiter.failed(a.ticket);
-  return a;
-}
 
 /** Admits an attempt and hands it back uncounted: its delay, or why it was refused. */
 function probe(limiter: BruteForceLimiter, account: string, address: string): number | 'account' | 'address' {

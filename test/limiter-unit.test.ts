@@ -3,25 +3,10 @@
 import assert from 'node:assert/strict';
 import { isIPv6 } from 'node:net';
 import { test } from 'node:test';
-import { addressKey, BruteForceLimiter, type Admission, type LimiterSettings } from '../src/auth/limiter.js';
+import { addressKey, BruteForceLimiter, type Admission } from '../src/auth/limiter.js';
 import { bruteForceAddressBacklogMs, bruteForceCountersMax } from '../src/config/limits.js';
 import { trustedPairRecordBytes } from '../src/auth/trusted-pairs.js';
-
-const keycloakLike: LimiterSettings = {
-  failureFactor: 30, addressFailureFactor: 100, waitIncrementMs: 60_000, maxWaitMs: 15 * 60_000,
-  failureResetMs: 12 * 3600_000, tarpitStepMs: 250, tarpitMaxMs: 5_000,
-};
-
-function clock(): { now: () => number; advance: (ms: number) => void } {
-  let t = 1_700_000_000_000;
-  return { now: () => t, advance: (ms) => { t += ms; } };
-}
-
-function fail(limiter: BruteForceLimiter, account: string, address: string): Admission {
-  const a = limiter.admit(account, address);
-  if (a.admitted) limiter.failed(a.ticket);
-  return a;
-}
+import { clock, fail, keycloakLike } from './helpers/limiter-kit.js';
 
 test('200 concurrent wrong passwords against one account: at most the failure factor are admitted for evaluation', () => {
   const limiter = new BruteForceLimiter(keycloakLike, clock().now);

@@ -11,6 +11,7 @@ import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { liveChildren, liveRoots } from './children.js';
 
 /** How long one server may take to accept clients after it was spawned. */
 const serveTimeoutMs = 10_000;
@@ -88,31 +89,6 @@ export async function retryUntil<T>(attempt: () => Promise<T>, options: RetryOpt
     }
     await sleep(intervalMs);
   }
-}
-
-// ---- never leave a child behind ----
-
-const liveChildren = new Set<ChildProcess>();
-/** Temporary roots of clusters not yet stopped: removed when the test process exits early. */
-const liveRoots = new Set<string>();
-
-function killAllChildren(): void {
-  for (const child of liveChildren) {
-    try { child.kill('SIGKILL'); } catch { /* already gone */ }
-  }
-  liveChildren.clear();
-  for (const root of liveRoots) {
-    try { rmSync(root, { recursive: true, force: true }); } catch { /* best effort: a dying server may still write */ }
-  }
-  liveRoots.clear();
-}
-
-process.on('exit', killAllChildren);
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
-  process.once(signal, () => {
-    killAllChildren();
-    process.exit(code);
-  });
 }
 
 // ---- ports ----

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuthClient } from '../../src/client/index.js';
+import { liveChildren, liveRoots } from './children.js';
 
 /** Fast but real argon2id: the suite creates many users and must stay well under its time budget. */
 const fastHashingEnv = { ARGON2_MEMORY_KIB: '1024', ARGON2_ITERATIONS: '1', HASH_WORKERS: '2' } as const;
@@ -20,31 +21,6 @@ export const adminPassword = 'admin-pass-Zq7!wK2';
 const startTimeoutMs = 15_000;
 const stopTimeoutMs = 15_000;
 const mainJs = fileURLToPath(new URL('../../src/main.js', import.meta.url));
-
-// ---- never leave a child behind ----
-
-const liveChildren = new Set<ChildProcess>();
-/** Temporary roots not yet disposed of: removed when the test process exits early. */
-const liveRoots = new Set<string>();
-
-function killAllChildren(): void {
-  for (const child of liveChildren) {
-    try { child.kill('SIGKILL'); } catch { /* already gone */ }
-  }
-  liveChildren.clear();
-  for (const root of liveRoots) {
-    try { rmSync(root, { recursive: true, force: true }); } catch { /* best effort: a dying child may still hold it */ }
-  }
-  liveRoots.clear();
-}
-
-process.on('exit', killAllChildren);
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
-  process.once(signal, () => {
-    killAllChildren();
-    process.exit(code);
-  });
-}
 
 // ---- the server process ----
 
