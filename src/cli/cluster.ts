@@ -1,6 +1,9 @@
 // authctl commands on a cluster's NATS servers: `cluster status` (the stream and each node's applied sequence) and `cluster init` (an embedded data directory into an empty stream).
 
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ApiKeySecrets, readKeyFile } from '../auth/apikey-secrets.js';
 import { unpackPasswordHash } from '../auth/packed-hash.js';
 import type { NodeStatus } from '../cluster/node-status.js';
@@ -11,6 +14,7 @@ import type { LogRecord, Op } from '../domain/entities.js';
 import { encodeRecord, packr } from '../persist/codec.js';
 import { readKeyFingerprint } from '../persist/key-fingerprint.js';
 import { acquireLock, LockError, LockUnavailableError } from '../persist/lock.js';
+import { writeSnapshot } from '../persist/snapshot.js';
 import { NodeStorage } from '../persist/storage.js';
 import type { State } from '../store/state.js';
 import {
@@ -321,8 +325,9 @@ ${natsHelp}
         if (info.state.messages > 0 || info.state.last_seq > 0) {
           throw new CommandError(`stream ${cluster.stream} is not empty (${info.state.messages} messages, last sequence ${info.state.last_seq}): cluster init moves a data directory only into a new stream`);
         }
+        const bucket = await nats.SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas);
         try {
-          await (await nats.SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas)).checkKey(fingerprint);
+          await bucket.checkKey(fingerprint);
         } catch (err) {
           if (err instanceof ConfigError) throw new CommandError(err.message.replace('this node\'s server key', `the key of ${dir}`), { cause: err });
           throw err;
@@ -330,9 +335,18 @@ ${natsHelp}
         const payloadMax = log.connection.info?.max_payload ?? natsPayloadBytesDefault;
         const messages = initMessages(stateOps(state), 1, state.lastAt, payloadMax - messageHeaderBytesReserve);
         const written = await publishAll(nats, log, messages, randomBytes(8).toString('hex'));
+        // The same state as the cluster's snapshot at the last message: nodes start from it instead of replaying every put
+        // (1,000,000 Users: a load of seconds against a replay of half a minute).
+        const scratch = mkdtempSync(join(tmpdir(), 'authd-cluster-init-'));
+        try {
+          const snapshot = await writeSnapshot(new NodeStorage(), scratch, { ...state.snapshotSource(), baseSeq: written.messages });
+          await bucket.put(snapshot.path, written.messages);
+        } finally {
+          rmSync(scratch, { recursive: true, force: true });
+        }
         const summary = `${counts.organizations} organizations, ${counts.applications} applications, ${counts.groups} groups, ${counts.users} users`;
         io.out(`moved ${summary} from ${dir} (state at its seq ${state.lastSeq}) into stream ${cluster.stream} as ${written.messages} messages ` +
-          `(sequences 1..${written.messages}, ${written.ops} put ops); key fingerprint ${fingerprint} recorded in bucket ${cluster.stream}-cluster`);
+          `(sequences 1..${written.messages}, ${written.ops} put ops); key fingerprint ${fingerprint} and a snapshot at sequence ${written.messages} put in bucket ${cluster.stream}-cluster`);
         io.out(`start each node with CLUSTER_NATS_SERVERS, CLUSTER_STREAM=${cluster.stream} and the same key; a change made in ${dir} from now on would not reach the cluster`);
       } finally {
         await log.close();

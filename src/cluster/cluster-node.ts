@@ -146,14 +146,15 @@ export class ClusterNode {
     this.#follower = await this.log.follow(this.state.lastSeq + 1, (seq, data) => {
       if (this.#closed) return;
       try {
-        this.replica.receive(seq, data);
+        // Counted in ops, not messages: one message of `authctl cluster init` holds thousands of Users.
+        sinceSnapshot += this.replica.receive(seq, data);
       } catch (err) {
         this.#closed = true;
         this.#follower?.stop();
         this.opts.onFatal(err as Error);
         return;
       }
-      if (++sinceSnapshot >= this.opts.snapshotEveryRecords && this.#snapshotRunning === undefined) {
+      if (sinceSnapshot >= this.opts.snapshotEveryRecords && this.#snapshotRunning === undefined) {
         sinceSnapshot = 0;
         this.snapshot().catch(() => undefined);
       }

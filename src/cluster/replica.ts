@@ -44,15 +44,20 @@ export class Replica {
   }
 
   /**
-   * Applies the message at seq. One already applied (a redelivery after a reconnect) is skipped; a gap means
+   * Applies the message at seq; the number of ops it held. One already applied (a redelivery after a reconnect) is skipped; a gap means
    * the stream no longer holds what this node needs (purged below it), and throws.
    */
-  receive(seq: number, data: Uint8Array): void {
+  receive(seq: number, data: Uint8Array): number {
     const lastSeq = this.state.lastSeq;
-    if (seq <= lastSeq) return;
+    if (seq <= lastSeq) return 0;
     if (seq !== lastSeq + 1) throw new StreamMessageError(seq, `expected ${lastSeq + 1}: the stream no longer holds the messages between`);
-    for (const record of decodeMessage(seq, data)) this.state.apply(record);
+    let ops = 0;
+    for (const record of decodeMessage(seq, data)) {
+      this.state.apply(record);
+      ops += record.ops.length;
+    }
     this.#wake();
+    return ops;
   }
 
   /** Resolves once seq has been applied (at once if it has). */

@@ -6,7 +6,7 @@ import {
   type ConsumerMessages, type JetStreamClient, type JetStreamManager, type StreamInfo,
 } from '@nats-io/jetstream';
 import {
-  clusterCloseMs, clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
+  clusterCloseMs, clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowBytesMax, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
   clusterReconnectWaitMs,
 } from '../config/limits.js';
 
@@ -176,7 +176,7 @@ export class StreamLog {
           next = m.seq + 1;
           onMessage(m.seq, m.data);
         },
-        expires: clusterFollowExpiresMs, idle_heartbeat: clusterFollowHeartbeatMs,
+        expires: clusterFollowExpiresMs, idle_heartbeat: clusterFollowHeartbeatMs, max_bytes: clusterFollowBytesMax,
       });
       current = messages;
       void messages.closed().then(() => { if (!stopped && current === messages) reopen(); }, () => { if (!stopped && current === messages) reopen(); });

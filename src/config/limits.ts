@@ -344,3 +344,6 @@ export const sharedFailuresUnconfirmedMax = 1024;
 export const sharedFailureBytesMax = 4096;
 /** A node's shutdown waits this long at most for its NATS connection to drain. */
 export const clusterCloseMs = 2_000;
+/** The stream's reader asks for at most this many bytes at a time: by message count (100 by default), messages near
+ *  max_payload would pile up past what the server lets a client have pending, and it cuts the client off as slow. */
+export const clusterFollowBytesMax = 8 * 1024 * 1024;
