@@ -105,6 +105,8 @@ describe('authctl cluster', { skip }, () => {
     // A new node: its own empty data directory, the data directory's key file.
     const dirs = { ...newServerDirs(), keyFile: embedded.keyFile };
     node = await ServerProcess.start({ dirs, env: { ...clusterEnv(), CLUSTER_REPLICAS: '1', NODE_ID: 'node-a' } });
+    // init put the state in the bucket as the snapshot at its last message: the node loads it rather than replaying the puts.
+    assert.ok(node.logLines().some((l) => l['msg'] === 'loaded the cluster\'s snapshot from its bucket'), 'the node started from init\'s snapshot');
     const api = node.api();
     for (const user of [users[0]!, users[usersMade - 1]!]) {
       const got = await api.client.users.get(user.id);
