@@ -101,7 +101,19 @@ export interface ApplicationInput {
   name?: string; description?: string; custom_data?: JsonObject | null; status?: Status;
 }
 
+/**
+ * Names are unique case-insensitively (State.applicationNameKey), the base Application's included. Data stored
+ * before this rule may hold duplicates: each keeps its name (and may change its case), none may take another's.
+ */
+function checkApplicationName(state: State, name: string, selfId: string | undefined): void {
+  const holders = state.applicationIdsNamed(name);
+  if (holders.size === 0 || (selfId !== undefined && holders.has(selfId))) return;
+  const clash = state.application(holders.values().next().value!)!;
+  throw new DomainError('duplicate_name', `name: an Application named "${clash.name}" already exists.`);
+}
+
 export function createApplication(state: State, input: ApplicationInput, ctx: DecideContext): Decision<Application> {
+  checkApplicationName(state, input.name ?? '', undefined);
   const app: Application = {
     id: ctx.newId(), name: input.name ?? '', description: input.description ?? '',
     customData: input.custom_data ?? null, status: 'ENABLED', createdAt: ctx.now, modifiedAt: ctx.now,
@@ -114,6 +126,7 @@ export function updateApplication(state: State, id: string, input: ApplicationIn
   if (state.isBaseApplication(id) && input.status === 'DISABLED') {
     throw new DomainError('base_application_protected', 'status: the base Application cannot be disabled.');
   }
+  if (input.name !== undefined) checkApplicationName(state, input.name, id);
   const app: Application = patched(old, input, ctx.now);
   return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };
 }
@@ -324,6 +337,25 @@ export function removeUserGroup(state: State, userId: string, groupId: string, c
   if (!user.groups.includes(groupId)) throw new DomainError('not_found', `The User is not a member of Group ${groupId}.`);
   const value: User = { ...user, groups: user.groups.filter((g) => g !== groupId), modifiedAt: ctx.now };
   return { ops: [{ op: 'put', kind: 'user', value }], result: true };
+}
+
+/**
+ * One membership named in the path (the upstream API's POST, kept for its clients): the same rules as
+ * memberships added by updateUser, and one the User already has changes nothing (no record, modified_at stays).
+ */
+export function addUserApplication(state: State, userId: string, applicationId: string, ctx: DecideContext): Decision<true> {
+  const user = mustUser(state, userId);
+  mustApplication(state, applicationId);
+  if (user.applications.includes(applicationId)) return { ops: [], result: true };
+  return { ops: updateUser(state, userId, { applications: [applicationId] }, ctx).ops, result: true };
+}
+
+/** As addUserApplication, for a Group: its Application must be one of the User's. */
+export function addUserGroup(state: State, userId: string, groupId: string, ctx: DecideContext): Decision<true> {
+  const user = mustUser(state, userId);
+  mustGroup(state, groupId);
+  if (user.groups.includes(groupId)) return { ops: [], result: true };
+  return { ops: updateUser(state, userId, { groups: [groupId] }, ctx).ops, result: true };
 }
 
 /** Replace an imported bcrypt hash (or one with old parameters) after a successful login; nothing if the hash changed meanwhile. */

@@ -2,7 +2,7 @@
 
 import { packPasswordHash } from '../auth/packed-hash.js';
 import { memberIndexUsersPerStep, memberTrimIdsPerStep, pageSubsetWalkSlotsMin, searchIndexDocsPerStep } from '../config/limits.js';
-import { emailKey } from '../domain/email.js';
+import { emailKey, foldText } from '../domain/email.js';
 import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
@@ -27,6 +27,7 @@ function removeFrom(index: Map<string, Set<string>>, key: string, member: string
 }
 
 const noIds: readonly string[] = [];
+const noIdSet: ReadonlySet<string> = new Set();
 
 /** Moves `id` in `index` from the keys it had to the keys it has, touching only the difference (lists are short). */
 function reindex(index: MemberIndex, id: string, had: readonly string[], has: readonly string[]): void {
@@ -74,6 +75,14 @@ function pageOfSubset<T extends Created>(
 function packLoadedHash(decoded: User): void {
   if (decoded.passwordHash.charCodeAt(0) !== 0x24 /* $ */) return;
   (decoded as { passwordHash: string }).passwordHash = packPasswordHash(decoded.passwordHash);
+}
+
+/**
+ * The key Application names are unique by: NFC, then lowercased one code point at a time, as email keys
+ * fold (foldText), so "Billing", "BILLING" and a differently composed "Billing" are one name.
+ */
+export function applicationNameKey(name: string): string {
+  return foldText(name);
 }
 
 export function groupNameKey(applicationId: string, name: string): string {
@@ -124,6 +133,11 @@ export class State {
    * order they were applied in; when it goes, the next oldest. sharedEmailKeys() lists them for a warning at start.
    */
   private readonly usersSharingEmailKey = new Map<string, Set<string>>();
+  /**
+   * applicationNameKey -> ids of the Applications holding it. A set, not one id: data stored before names
+   * were unique may hold duplicates, and a replay or a load must keep each of them (decide refuses a new one).
+   */
+  private readonly applicationIdsByName = new Map<string, Set<string>>();
   private readonly groupIdByName = new Map<string, string>();
   private readonly organizationIdByName = new Map<string, string>();
   private readonly groupIdsByApplication = new Map<string, Set<string>>();
@@ -171,14 +185,20 @@ export class State {
 
   private putApplication(app: Application): void {
     this.catalogChanges++;
-    trackOrder(this.applicationOrder, this.applications.get(app.id), app);
+    const old = this.applications.get(app.id);
+    trackOrder(this.applicationOrder, old, app);
+    if (old !== undefined) removeFrom(this.applicationIdsByName, applicationNameKey(old.name), app.id);
     this.applications.set(app.id, app);
+    addTo(this.applicationIdsByName, applicationNameKey(app.name), app.id);
   }
 
   private deleteApplication(id: string): void {
     this.catalogChanges++;
     const old = this.applications.get(id);
-    if (old !== undefined) this.applicationOrder.remove(id, old.createdAt);
+    if (old !== undefined) {
+      this.applicationOrder.remove(id, old.createdAt);
+      removeFrom(this.applicationIdsByName, applicationNameKey(old.name), id);
+    }
     this.applications.delete(id);
     // decide() refuses to delete an Application that has Groups; records written before that rule deleted
     // them in the same record, ahead of this op. Either way none is left here, this only tidies.
@@ -497,6 +517,11 @@ export class State {
 
   userByApikey(keyId: string): User | undefined {
     return this.userByApikeyId.get(keyId);
+  }
+
+  /** Ids of the Applications whose name has the same applicationNameKey as `name`: none, one, or several stored before names were unique. */
+  applicationIdsNamed(name: string): ReadonlySet<string> {
+    return this.applicationIdsByName.get(applicationNameKey(name)) ?? noIdSet;
   }
 
   groupByName(applicationId: string, name: string): Group | undefined {

@@ -1,4 +1,4 @@
-// Routes of the service itself: health, metrics, taking a snapshot, and this API's OpenAPI document.
+// Routes of the service itself: health (and /status, its upstream name), metrics, taking a snapshot, and this API's OpenAPI document.
 
 import { basename } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -19,6 +19,12 @@ const snapshotResult = obj({
 export const serviceRoutes: readonly RouteDecl[] = [
   route({
     method: 'GET', pattern: '/health', operationId: 'health', tag: 'Service', summary: 'Liveness check',
+    access: 'public', audit: 'none', result: obj({ status: { type: 'string', const: 'ok' } }),
+    handler: () => ({ result: '{"status":"ok"}' }),
+  }),
+  route({
+    method: 'GET', pattern: '/status', operationId: 'status', tag: 'Service', summary: 'Liveness check, as GET /health',
+    description: 'Compatibility with the monitors of the upstream API (econtext-auth), which call this path; `GET /health` is the same.',
     access: 'public', audit: 'none', result: obj({ status: { type: 'string', const: 'ok' } }),
     handler: () => ({ result: '{"status":"ok"}' }),
   }),

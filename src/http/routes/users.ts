@@ -1,4 +1,4 @@
-// Routes of /users: list, search, create, read, update, delete, and removal of one membership. Base-Application Users and roles are an admin's.
+// Routes of /users: list, search, create, read, update, delete, and adding or removing one membership. Base-Application Users and roles are an admin's.
 
 import { validatePasswordHash } from '../../auth/hash-pool.js';
 import { searchResultsInlineMax, searchTermCharsMax } from '../../config/limits.js';
@@ -12,7 +12,7 @@ import * as decide from '../../store/decide.js';
 import type { SearchCursor } from '../../store/search.js';
 import type { State } from '../../store/state.js';
 import { userCreate, userUpdate } from '../bodies.js';
-import { deleted, listOf, one, ref } from '../openapi.js';
+import { deleted, listOf, obj, one, ref } from '../openapi.js';
 import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import { streamPause } from '../pipeline.js';
 import type { Renderer } from '../render.js';
@@ -68,6 +68,11 @@ export function guardUserChange(ctx: RouteContext<unknown>, user: User | undefin
 }
 
 const tag = 'Users';
+
+/** The answers of the upstream API's membership POSTs, which its clients check. */
+const applicationAdded = obj({ application: { type: 'boolean', const: true } });
+const groupAdded = obj({ group: { type: 'boolean', const: true } });
+const compatibility = 'Compatibility with clients of the upstream API (econtext-auth); `PUT /users/user/{userid}` with `applications` or `groups` does the same.';
 
 export const userRoutes: readonly RouteDecl[] = [
   route({
@@ -171,6 +176,30 @@ export const userRoutes: readonly RouteDecl[] = [
       guardUserChange(ctx, ctx.deps.state.user(userId));
       await ctx.deps.committer.commit((s, dc) => decide.removeUserGroup(s, userId, groupId, dc));
       return { result: deletedTrue };
+    },
+  }),
+  route({
+    method: 'POST', pattern: '/users/user/:userid/application/:appid', operationId: 'addUserApplication', tag,
+    summary: 'The User joins an Application (one it is in already: nothing changes)', description: compatibility,
+    access: 'manage', audit: 'user.join_application', result: applicationAdded,
+    handler: async (ctx) => {
+      const userId = pathId(ctx.params, 'userid');
+      const appId = pathId(ctx.params, 'appid');
+      guardUserChange(ctx, ctx.deps.state.user(userId), { applications: [appId] });
+      await ctx.deps.committer.commit((s, dc) => decide.addUserApplication(s, userId, appId, dc));
+      return { result: '{"application":true}' };
+    },
+  }),
+  route({
+    method: 'POST', pattern: '/users/user/:userid/group/:groupid', operationId: 'addUserGroup', tag,
+    summary: 'The User joins a Group of one of its Applications (one it is in already: nothing changes)', description: compatibility,
+    access: 'manage', audit: 'user.join_group', result: groupAdded,
+    handler: async (ctx) => {
+      const userId = pathId(ctx.params, 'userid');
+      const groupId = pathId(ctx.params, 'groupid');
+      guardUserChange(ctx, ctx.deps.state.user(userId));
+      await ctx.deps.committer.commit((s, dc) => decide.addUserGroup(s, userId, groupId, dc));
+      return { result: '{"group":true}' };
     },
   }),
 ];
