@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import { natsSkipReason, retryUntil, startNatsCluster, type NatsCluster } from './helpers/nats-cluster.js';
-import { newServerDirs, ServerProcess, type Api } from './helpers/server.js';
+import { newServerDirs, ServerProcess, type Api, type HttpResult } from './helpers/server.js';
 import { emptyCrashTotals, formatCrashTotals, runCrashLoop } from './helpers/fault-crash-loop.js';
 import { baseApplicationId, defaultUserPassword } from './helpers/http-fixtures.js';
 
@@ -46,9 +46,11 @@ class Nodes {
 
 /** The emails of the Users a node holds, read with strong consistency. */
 async function emailsOn(api: Api): Promise<string[]> {
-  const list = await api.get('/users?consistent=1&limit=1000');
-  assert.equal(list.status, 200, list.text);
-  return (list.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email);
+  let list: HttpResult | undefined;
+  // A 503 says to retry: the node could not give a strong read yet (NATS electing a leader after a restart).
+  await until(async () => (list = await api.get('/users?consistent=1&limit=1000')).status !== 503, 30_000, 'a strongly consistent read');
+  assert.equal(list!.status, 200, list!.text);
+  return (list!.json as { service: { result: { users: { email: string }[] } } }).service.result.users.map((u) => u.email);
 }
 
 /** Two nodes on a fresh stream and the base Application's id. */

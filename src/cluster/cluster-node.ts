@@ -1,8 +1,10 @@
 // One node of a cluster: connects to the stream, checks the server key against the cluster's, loads the newest snapshot (local, else the cluster's), follows the stream from there, and takes snapshots (local, and the cluster's, below which the stream is purged).
 
 import { dirname, resolve } from 'node:path';
-import type { ClusterConfig } from '../config/config.js';
-import { clusterFollowCheckMs, clusterSnapshotsKept, clusterStrongReadWaitMs, snapshotsKept, unavailableRetryAfterS } from '../config/limits.js';
+import { ConfigError, type ClusterConfig } from '../config/config.js';
+import {
+  clusterFollowCheckMs, clusterSnapshotsKept, clusterStartWaitMs, clusterStrongReadWaitMs, snapshotsKept, unavailableRetryAfterS,
+} from '../config/limits.js';
 import { packageVersion } from '../config/package-version.js';
 import { DomainError } from '../domain/errors.js';
 import { restrictDataDir } from '../persist/dir-mode.js';
@@ -15,7 +17,7 @@ import { State } from '../store/state.js';
 import { serveNodeStatus } from './node-status.js';
 import { Replica } from './replica.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
-import { StreamLog, type StreamFollower } from './stream-log.js';
+import { StreamLog, whileUnavailable, type StreamFollower } from './stream-log.js';
 
 const timerMsMax = 2 ** 31 - 1;
 
@@ -62,7 +64,7 @@ export class ClusterNode {
     const { cluster, dataDir, logger } = opts;
     const storage = new NodeStorage();
     const log = await StreamLog.open({
-      servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId,
+      servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId, startWaitMs: clusterStartWaitMs,
       onConnection: (now) => {
         if (now) logger.info({ stream: cluster.stream }, 'reconnected to NATS');
         else logger.warn({ stream: cluster.stream }, 'lost the connection to NATS: writes answer 503, reads and authentications go on');
@@ -70,13 +72,16 @@ export class ClusterNode {
     });
     let lock: DirLock | undefined;
     try {
-      const bucket = await SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas);
-      await bucket.checkKey(opts.keyFingerprint);
+      const bucket = await whileUnavailable(async () => {
+        const opened = await SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas);
+        await opened.checkKey(opts.keyFingerprint);
+        return opened;
+      }, clusterStartWaitMs, (err) => err instanceof ConfigError);
       await storage.mkdirp(dataDir);
       restrictDataDir(dataDir, logger);
       await storage.fsyncDir(dirname(resolve(dataDir)));
       lock = await acquireLock(storage, dataDir);
-      const { state, snapshotSeq } = await loadSnapshot(storage, dataDir, log, bucket, logger);
+      const { state, snapshotSeq } = await whileUnavailable(() => loadSnapshot(storage, dataDir, log, bucket, logger), clusterStartWaitMs);
       const node = new ClusterNode(state, new Replica(state), log, bucket, lock, storage, opts, snapshotSeq);
       await node.#start();
       return node;

@@ -13,6 +13,22 @@ import {
 /** max_payload counts a message's headers too: ours are a message id and an expected sequence, well under this. */
 const messageHeadersBytesMax = 1024;
 
+/**
+ * attempt() again while it fails for want of JetStream (a leader being elected, servers restarting), for up to waitMs;
+ * a refusal that waiting cannot change (a wrong key, a missing stream) is thrown at once.
+ */
+export async function whileUnavailable<T>(attempt: () => Promise<T>, waitMs: number, permanent: (err: unknown) => boolean = () => false): Promise<T> {
+  const deadline = performance.now() + waitMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (err instanceof StreamMissingError || permanent(err) || performance.now() + clusterReconnectWaitMs > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, clusterReconnectWaitMs));
+    }
+  }
+}
+
 /** Another node appended first: the stream's last sequence was not the one this node decided against. */
 export class WrongLastSequenceError extends Error {
   readonly code = 'wrong_last_sequence';
@@ -51,6 +67,8 @@ export interface StreamLogOptions {
   readonly createMissing?: boolean;
   /** false: fail when no server answers the first attempt, instead of waiting for one (authctl, which an operator waits on). */
   readonly waitForServers?: boolean;
+  /** Keep trying to reach the stream for this long while JetStream is unavailable (a node starting beside restarting servers). */
+  readonly startWaitMs?: number;
 }
 
 /** Reading the stream from a sequence on: messages in order, each once, until stop(). */
@@ -84,7 +102,8 @@ export class StreamLog {
     try {
       const jsm = await jetstreamManager(nc, { timeout: clusterPublishTimeoutMs });
       const log = new StreamLog(nc, jetstream(nc, { timeout: clusterPublishTimeoutMs }), jsm, opts.stream);
-      await log.#ensureStream(opts.replicas, opts.createMissing ?? true);
+      const ensure = (): Promise<void> => log.#ensureStream(opts.replicas, opts.createMissing ?? true);
+      await (opts.startWaitMs === undefined ? ensure() : whileUnavailable(ensure, opts.startWaitMs));
       log.#watch(opts.onConnection);
       return log;
     } catch (err) {

@@ -347,3 +347,5 @@ export const clusterCloseMs = 2_000;
 /** The stream's reader asks for at most this many bytes at a time: by message count (100 by default), messages near
  *  max_payload would pile up past what the server lets a client have pending, and it cuts the client off as slow. */
 export const clusterFollowBytesMax = 8 * 1024 * 1024;
+/** A starting node keeps trying this long to reach the stream and its bucket while JetStream is unavailable (an election). */
+export const clusterStartWaitMs = 30_000;
