@@ -193,6 +193,11 @@ async function main(): Promise<void> {
     // Stored before emails were keyed NFC and case-folded per code point: a sign-in by that address finds the oldest.
     logger.warn({ count: sharedEmails.length, userIds: sharedEmails.slice(0, 10).map((shared) => shared.userIds) }, 'Users sharing one email key: sign-in by email finds the oldest; change or delete the others');
   }
+  const sharedNames = state.sharedApplicationNames();
+  if (sharedNames.length > 0) {
+    // Stored before Application names were unique: each keeps working; a new duplicate is refused (docs/api.md).
+    logger.warn({ count: sharedNames.length, applicationIds: sharedNames.slice(0, 10).map((shared) => shared.applicationIds) }, 'Applications sharing one name: rename all but one');
+  }
 
   // Derived indexes a load leaves (memberships, trigram postings) are built in small steps, for indexTurnMs of a
   // turn, while the service answers: a read of memberships finishes theirs at once, searches fall back to a scan.

@@ -192,6 +192,8 @@ describe('Application names are unique, case-insensitively', () => {
 
       const again = await own.restart();
       try {
+        const warning = again.logLines().find((l) => l['msg'] === 'Applications sharing one name: rename all but one');
+        assert.deepEqual((warning?.['applicationIds'] as string[][] | undefined)?.map((ids) => [...ids].sort()), [[older.id, twinId].sort()], 'a warning at start names both');
         const api2 = again.api();
         assert.equal(okKey<ApplicationJson>(await api2.get(`/applications/application/${older.id}`), 'application').name, 'Legacy Twin');
         assert.equal(okKey<ApplicationJson>(await api2.get(`/applications/application/${twinId}`), 'application').name, 'LEGACY TWIN');

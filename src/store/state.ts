@@ -509,6 +509,13 @@ export class State {
   }
 
   /** Email keys that more than one User holds (data stored before the key rule), each with its holders' ids, oldest first. */
+  /** Application names held by more than one Application (stored before names were unique), for a warning at start. */
+  sharedApplicationNames(): { key: string; applicationIds: string[] }[] {
+    const shared: { key: string; applicationIds: string[] }[] = [];
+    for (const [key, ids] of this.applicationIdsByName) if (ids.size > 1) shared.push({ key, applicationIds: [...ids] });
+    return shared;
+  }
+
   sharedEmailKeys(): { key: string; userIds: string[] }[] {
     return [...this.usersSharingEmailKey].map(([key, ids]) => ({
       key, userIds: [...ids].map((id) => this.users.get(id)!).sort((a, b) => (precedes(a.createdAt, a.id, b.createdAt, b.id) ? -1 : 1)).map((u) => u.id),
