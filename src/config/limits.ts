@@ -228,6 +228,14 @@ export const searchIndexIdleCheckMs = 200;
 // Paging of list endpoints (src/http/paging.ts)
 /** `limit` of a paged listing: 1 .. this many entities per page. */
 export const pageItemsMax = 1000;
+/**
+ * `offset` of a paged listing (offset paging, for clients written against econtext-auth): 0 .. this many entities
+ * skipped. A page from an offset is found by counting from the start of the listing's order (by position in the
+ * creation-order index for a whole kind; a walk over the members or matches skipped for a subset or a search), where
+ * a cursor's is a binary search: a deeper offset would cost each request more, so past this a client pages on with
+ * the `next` cursor.
+ */
+export const pageOffsetMax = 100_000;
 /** An opaque cursor is a few dozen characters; anything longer is refused before it is decoded. */
 export const pageCursorCharsMax = 128;
 /** Slots a page of a subset (the Users of one Application) may always walk before it sorts the subset instead. */

@@ -3,7 +3,7 @@
 // test/openapi-document.test.ts fails when the served document or docs/openapi.json differ from what this
 // file generates. Regenerate the checked-in copy with `npm run openapi`.
 
-import { idCharsMax, pageCursorCharsMax, pageItemsMax, searchTermCharsMax } from '../config/limits.js';
+import { idCharsMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax, searchTermCharsMax } from '../config/limits.js';
 import { errorCatalog } from '../domain/errors.js';
 import { roleNames, rolesGranting } from '../domain/roles.js';
 import type { RouteDecl } from './route.js';
@@ -119,7 +119,11 @@ function parameters(doc: RouteDecl): JsonSchema[] {
   if (doc.paged === true) {
     out.push(
       { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: pageItemsMax }, description: 'Page size. Without it the whole list is answered. A page is cut short where its items would pass pageBytesMax (4 MiB), `next` then continuing after the last item sent.' },
-      { name: 'cursor', in: 'query', required: false, schema: { type: 'string', maxLength: pageCursorCharsMax }, description: 'The `next` of the previous page (with the same `limit`).' },
+      { name: 'cursor', in: 'query', required: false, schema: { type: 'string', maxLength: pageCursorCharsMax }, description: 'The `next` of the previous page (with the same `limit`). The recommended way to page.' },
+      {
+        name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: pageOffsetMax },
+        description: 'Compatibility with clients written against econtext-auth: the page starts this many entities into the listing\'s order (0-based), with the same `next` as any page. Needs `limit`; not with `cursor`. Past the end the page is empty. Bounded, as a deep offset costs a walk from the start of the order; a cursor does not. Advance it by the items received, as a page may be cut short at its byte budget.',
+      },
     );
   }
   return out;

@@ -1,12 +1,17 @@
-// Listings: `limit`, `cursor` and `minimal` from the query string, the opaque cursor, a page cut to its byte
-// budget, and unpaged listings rendered in bounded slices.
+// Listings: `limit`, `cursor`, `offset` and `minimal` from the query string, the opaque cursor, a page cut to
+// its byte budget, and unpaged listings rendered in bounded slices.
 //
 // A cursor names the last entity of the previous page by (created_at in µs, id): creation order is
 // strictly increasing and survives restarts, so the next page starts right after it even when that
 // entity was deleted meanwhile, and entities created later only ever add to the end. An entity that
 // existed when paging began is therefore seen exactly once (unless deleted before its page is read).
+//
+// `offset` is for clients written against econtext-auth, which pages by offset: the page starts that many
+// entities into the same order, 0-based, and carries the same `next`, so such a client can switch to the
+// cursor. An offset is counted from the start of the order (a cursor is found by a binary search), a walk
+// for a subset or a search, so it is bounded by pageOffsetMax.
 
-import { listInlineCharsMax, listSliceCharsMax, pageBytesMax, pageCursorCharsMax, pageItemsMax } from '../config/limits.js';
+import { listInlineCharsMax, listSliceCharsMax, pageBytesMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
 import type { Page, PagePosition } from '../store/creation-order.js';
 import { isWellFormedId } from '../domain/ids.js';
@@ -15,8 +20,10 @@ import type { RouteResult } from './route.js';
 
 export interface PageRequest {
   readonly limit: number;
-  /** Undefined for the first page. */
+  /** Undefined for the first page, and for a page asked for by offset. */
   readonly after: PagePosition | undefined;
+  /** Entities of the order left out before the page (`offset`); 0 unless asked for, and always 0 with a cursor. */
+  readonly offset: number;
 }
 
 function invalidQuery(message: string): DomainError {
@@ -48,33 +55,56 @@ function parseLimit(raw: string): number {
   return n;
 }
 
+function parseOffset(raw: string): number {
+  // Digits only, as for limit: no sign, fraction, exponent or blanks. One digit more than the bound may hold
+  // is enough to refuse anything larger without reading it as a number.
+  const n = /^[0-9]+$/.test(raw) && raw.length <= String(pageOffsetMax).length + 1 ? Number(raw) : NaN;
+  if (!(n >= 0 && n <= pageOffsetMax)) {
+    throw invalidQuery(`offset: must be an integer from 0 to ${pageOffsetMax} (page further with the \`next\` cursor).`);
+  }
+  return n;
+}
+
+type PageParameter = 'limit' | 'cursor' | 'offset';
+
+function isPageParameter(name: string): name is PageParameter {
+  return name === 'limit' || name === 'cursor' || name === 'offset';
+}
+
 /**
  * The page a listing's query asks for, or undefined when it gives no `limit` (the listing then answers
  * whole, as the spec's clients expect). Other query parameters are ignored, like unknown body fields.
  */
 export function pageRequest(query: string): PageRequest | undefined {
   if (query.length === 0) return undefined;
-  let limit: string | undefined;
-  let cursor: string | undefined;
+  const given: Partial<Record<PageParameter, string>> = {};
   for (const pair of query.split('&')) {
     const eq = pair.indexOf('=');
     const name = eq === -1 ? pair : pair.slice(0, eq);
-    if (name !== 'limit' && name !== 'cursor') continue;
+    if (!isPageParameter(name)) continue;
     let value: string;
     try {
       value = decodeURIComponent(eq === -1 ? '' : pair.slice(eq + 1));
     } catch {
       throw invalidQuery(`${name}: not well-formed percent-encoding.`);
     }
-    if ((name === 'limit' ? limit : cursor) !== undefined) throw invalidQuery(`${name}: given more than once.`);
-    if (name === 'limit') limit = value;
-    else cursor = value;
+    if (given[name] !== undefined) throw invalidQuery(`${name}: given more than once.`);
+    given[name] = value;
+  }
+  const { limit, cursor, offset } = given;
+  if (cursor !== undefined && offset !== undefined) {
+    throw invalidQuery('offset and cursor: give one of them, not both (a cursor already marks where its page starts).');
   }
   if (limit === undefined) {
     if (cursor !== undefined) throw invalidQuery('cursor: needs limit (pass the same limit as for the first page).');
+    if (offset !== undefined) throw invalidQuery('offset: needs limit.');
     return undefined;
   }
-  return { limit: parseLimit(limit), after: cursor === undefined ? undefined : decodeCursor(cursor) };
+  return {
+    limit: parseLimit(limit),
+    after: cursor === undefined ? undefined : decodeCursor(cursor),
+    offset: offset === undefined ? 0 : parseOffset(offset),
+  };
 }
 
 /**

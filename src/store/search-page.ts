@@ -62,6 +62,10 @@ class EarliestUsers {
  * matches are taken, keeping the earliest past the cursor. While the trigram index is still being built
  * after start-up, the index scans the Users it has not reached yet.
  *
+ * From an offset (offset paging: no cursor, the first `offset` matches left out) the same ways run from the
+ * start and keep offset + limit + 1 matches: its cost grows with the offset, which the HTTP layer bounds
+ * (pageOffsetMax), where a cursor's does not.
+ *
  * The walk is bounded by its own budget and done in the first step; the index's matches are taken a
  * slice at a time (step's workMax), so a term matching most Users or too short for a trigram never holds
  * the event loop for longer than a slice. `inOrder` is read once: only an offline import or the undo of
@@ -78,13 +82,15 @@ export class PagedSearch {
   constructor(
     private readonly users: Lookup<User>, private readonly order: CreationOrder, index: UserSearchIndex,
     private readonly termLower: string, private readonly after: PagePosition | undefined, private readonly limit: number,
+    private readonly offset = 0,
   ) {
     this.inOrder = order.appendOnly;
     const fromDoc = after !== undefined && this.inOrder ? index.firstDocAfter(after, (id) => users.get(id)?.createdAt) : 0;
     this.matches = index.cursor(termLower, fromDoc);
     // A page in creation order is the index's first matches from its cursor on: nothing to walk.
     this.walked = this.matches.done || this.inOrder;
-    this.kept = new EarliestUsers(limit + 1);
+    // From an offset, the page is the kept Users past the first `offset`: held too, in O(offset + limit) memory.
+    this.kept = new EarliestUsers(offset + limit + 1);
   }
 
   /** Works on the page for about `workMax` units of index work (see SearchCursor.step); the page once known, else undefined. */
@@ -92,7 +98,11 @@ export class PagedSearch {
     if (!this.walked) {
       this.walked = true;
       const budget = Math.max(pageSearchWalkSlotsMin, this.limit * pageSearchWalkSlotsPerItem);
-      const walked = this.order.after(this.after, this.limit, (id) => userMatches(this.users.get(id)!, this.termLower), budget);
+      const matches = (id: string): boolean => userMatches(this.users.get(id)!, this.termLower);
+      // The walk's budget does not grow with an offset: a deep one into a rarer term takes the index's way, in slices.
+      const walked = this.offset > 0
+        ? this.order.fromOffset(this.offset, this.limit, matches, budget)
+        : this.order.after(this.after, this.limit, matches, budget);
       if (walked !== undefined) return resolvePage(walked, this.users);
     }
     let spent = 0;
@@ -113,7 +123,7 @@ export class PagedSearch {
       }
     }
     const found = this.kept.earliest();
-    return { items: found.slice(0, this.limit), more: found.length > this.limit };
+    return { items: found.slice(this.offset, this.offset + this.limit), more: found.length > this.offset + this.limit };
   }
 
   private isPastCursor(user: User): boolean {

@@ -7,7 +7,7 @@ import type {
   Application, EntityKind, Group, LogRecord, Meta, Op, Organization, User,
 } from '../domain/entities.js';
 import { shareEmptyLists, withSharedStrings, type ShareList, type ShareString } from './compact.js';
-import { byCreation, CreationOrder, precedes, resolvePage, type Created, type Lookup, type Page, type PagePosition } from './creation-order.js';
+import { byCreation, CreationOrder, precedes, resolvePage, sliceInCreationOrder, type Created, type Lookup, type Page, type PagePosition } from './creation-order.js';
 import { MemberIndex } from './members.js';
 import { PagedSearch } from './search-page.js';
 import { UserSearchIndex } from './search.js';
@@ -44,6 +44,9 @@ function trackOrder(order: CreationOrder, old: { id: string; createdAt: number }
   order.add(value.id, value.createdAt);
 }
 
+/** Entity ids of a subset (the Users of one Application, say), as pages read them. */
+type Subset = { readonly size: number; has(id: string): boolean; [Symbol.iterator](): Iterator<string> };
+
 /**
  * A page of a subset (the Users of one Application, say) in creation order. Walking the kind's whole
  * order from the cursor and keeping members costs about limit x n / k slots for a subset of k spread
@@ -52,7 +55,7 @@ function trackOrder(order: CreationOrder, old: { id: string; createdAt: number }
  * costs much more than the cheaper of the two.
  */
 function pageOfSubset<T extends Created>(
-  ids: { readonly size: number; has(id: string): boolean; [Symbol.iterator](): Iterator<string> } | undefined, order: CreationOrder, map: Lookup<T>, after: PagePosition | undefined, limit: number,
+  ids: Subset | undefined, order: CreationOrder, map: Lookup<T>, after: PagePosition | undefined, limit: number,
 ): Page<T> {
   if (ids === undefined || ids.size === 0) return { items: [], more: false };
   const sortCost = Math.ceil(ids.size * Math.log2(ids.size + 1)) + pageSubsetWalkSlotsMin;
@@ -67,6 +70,24 @@ function pageOfSubset<T extends Created>(
   return { items: items.slice(0, limit), more: items.length > limit };
 }
 
+/**
+ * A page of a subset from an offset (offset paging). The walk from the start of the order now visits
+ * about (offset + limit) x n / k slots, a membership test each; picking the page out of the subset
+ * (sliceInCreationOrder) costs k lookups and a sort of k numbers. The walk is taken while it looks the
+ * cheaper (a dense subset, a shallow offset) and within the pick's budget, so a page costs at most about
+ * twice the pick, however deep its offset or bunched its subset.
+ */
+function offsetPageOfSubset<T extends Created>(ids: Subset | undefined, order: CreationOrder, map: Lookup<T>, offset: number, limit: number): Page<T> {
+  if (ids === undefined || offset >= ids.size) return { items: [], more: false };
+  const pickSlots = 2 * ids.size + pageSubsetWalkSlotsMin;
+  if (((offset + limit) * order.size) / ids.size <= pickSlots) {
+    const walked = order.fromOffset(offset, limit, (id) => ids.has(id), pickSlots);
+    if (walked !== undefined) return resolvePage(walked, map);
+  }
+  const members: T[] = [];
+  for (const id of ids) members.push(map.get(id)!);
+  return sliceInCreationOrder(members, offset, limit);
+}
 
 /**
  * A User just decoded from a snapshot, changed in place: its password hash packed. A snapshot written from
@@ -599,14 +620,48 @@ export class State {
     return pageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, after, limit);
   }
 
+  // From an offset (offset paging, src/http/paging.ts): the page that many entities into the same order.
+
+  pageApplicationsFrom(offset: number, limit: number): Page<Application> {
+    return resolvePage(this.applicationOrder.fromOffset(offset, limit)!, this.applications);
+  }
+
+  pageGroupsFrom(offset: number, limit: number): Page<Group> {
+    return resolvePage(this.groupOrder.fromOffset(offset, limit)!, this.groups);
+  }
+
+  pageOrganizationsFrom(offset: number, limit: number): Page<Organization> {
+    return resolvePage(this.organizationOrder.fromOffset(offset, limit)!, this.organizations);
+  }
+
+  pageUsersFrom(offset: number, limit: number): Page<User> {
+    return resolvePage(this.userOrder.fromOffset(offset, limit)!, this.users);
+  }
+
+  pageUsersOfApplicationFrom(applicationId: string, offset: number, limit: number): Page<User> {
+    return offsetPageOfSubset(this.settledMembers(this.usersByApplication).view(applicationId), this.userOrder, this.users, offset, limit);
+  }
+
+  pageUsersOfGroupFrom(groupId: string, offset: number, limit: number): Page<User> {
+    return offsetPageOfSubset(this.settledMembers(this.usersByGroup).view(groupId), this.userOrder, this.users, offset, limit);
+  }
+
+  pageUsersOfOrganizationFrom(orgId: string, offset: number, limit: number): Page<User> {
+    return offsetPageOfSubset(this.settledMembers(this.usersByOrganization).view(orgId), this.userOrder, this.users, offset, limit);
+  }
+
+  pageGroupsOfApplicationFrom(applicationId: string, offset: number, limit: number): Page<Group> {
+    return offsetPageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, offset, limit);
+  }
+
   /** A page of Users matching a lowercase search term, to be worked out in bounded steps (src/store/search-page.ts). */
-  beginPageSearch(termLower: string, after: PagePosition | undefined, limit: number): PagedSearch {
-    return new PagedSearch(this.users, this.userOrder, this.search, termLower, after, limit);
+  beginPageSearch(termLower: string, after: PagePosition | undefined, limit: number, offset = 0): PagedSearch {
+    return new PagedSearch(this.users, this.userOrder, this.search, termLower, after, limit, offset);
   }
 
   /** The same page in one synchronous call, however long it takes: for tests and tools, not for requests. */
-  pageSearch(termLower: string, after: PagePosition | undefined, limit: number): Page<User> {
-    const search = this.beginPageSearch(termLower, after, limit);
+  pageSearch(termLower: string, after: PagePosition | undefined, limit: number, offset = 0): Page<User> {
+    const search = this.beginPageSearch(termLower, after, limit, offset);
     let page: Page<User> | undefined;
     while ((page = search.step(Number.POSITIVE_INFINITY)) === undefined);
     return page;

@@ -82,7 +82,10 @@ export const userRoutes: readonly RouteDecl[] = [
     handler: ({ query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
       const render = userRenderer(renderer, query);
-      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit), render) };
+      if (page !== undefined) {
+        const found = page.offset > 0 ? state.pageUsersFrom(page.offset, page.limit) : state.pageUsers(page.after, page.limit);
+        return { result: pageResult('users', found, render) };
+      }
       // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
       return listing('users', rendering(state.allUsers(), render));
     },
@@ -97,7 +100,7 @@ export const userRoutes: readonly RouteDecl[] = [
       const render = userRenderer(renderer, query);
       const term = searchTerm(params['search'] ?? '');
       if (page !== undefined) {
-        return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit)), (found) => ({ result: pageResult('users', found, render) }));
+        return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit, page.offset)), (found) => ({ result: pageResult('users', found, render) }));
       }
       const cursor = state.search.cursor(term);
       // A short term can match most users: past the first matches, the rest is matched as the client drains them.
