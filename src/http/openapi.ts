@@ -11,7 +11,7 @@ import type { RouteDecl } from './route.js';
 export type JsonSchema = Record<string, unknown>;
 
 /** Version of the HTTP API described; bump it with any change to the document. */
-export const apiVersion = '1.2.0';
+export const apiVersion = '1.3.0';
 
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 export const obj = (properties: Record<string, JsonSchema>, required = Object.keys(properties)): JsonSchema => ({
