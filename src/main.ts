@@ -23,7 +23,8 @@ import { faultSettingsFromEnv, withFaults } from './persist/fault-injection.js';
 import { openPersistence, type Persistence } from './persist/persistence.js';
 import type { SnapshotWritten } from './persist/snapshot.js';
 import { ClusterCommitter } from './cluster/cluster-committer.js';
-import { ClusterNode, type Readiness } from './cluster/cluster-node.js';
+import { ClusterNode } from './cluster/cluster-node.js';
+import type { NodeReadiness } from './cluster/node-status.js';
 import { shareFailures, type SharedFailures } from './cluster/shared-failures.js';
 import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
@@ -96,8 +97,8 @@ interface Store {
   readonly committer: Commits;
   readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
   readonly persistence?: Persistence;
-  readonly cluster?: { readonly readiness: Readiness; readonly conflicts: number; readonly refused: number };
-  readiness(): Readiness;
+  readonly cluster?: { readonly readiness: NodeReadiness; readonly conflicts: number; readonly refused: number };
+  readiness(): NodeReadiness;
   /** Cluster mode: see PipelineDeps.strongRead. */
   readonly strongRead?: () => Promise<void>;
   /** Cluster mode: the limiter's failures shared with the other nodes, and theirs counted (src/cluster/shared-failures.ts). */

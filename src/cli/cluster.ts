@@ -24,14 +24,8 @@ import { loadReadOnly, requireDataDir } from './datadir.js';
 
 /** How long `cluster status` listens for nodes' answers: a node answers at once, unless its event loop is stuck. */
 const statusAnswersWaitMs = 1_000;
-/** NATS's default max_payload, used when the server does not say its own. */
-const natsPayloadBytesDefault = 1024 * 1024;
-/** Room left in a message for its headers (Nats-Msg-Id, Nats-Expected-Last-Sequence), which the server counts against max_payload. */
-const messageHeaderBytesReserve = 1024;
 /** A record's map around its ops ({seq, at, ops} with the widest integers and array header) plus its frame header. */
 const recordOverheadBytes = 64;
-/** Attempts at one message of `cluster init` when the server does not confirm it (the same Nats-Msg-Id makes a retry safe). */
-const initPublishAttemptsMax = 3;
 
 /** The NATS clients, loaded when a cluster command runs instead of at every authctl start, which they would slow for every other command. */
 async function loadNats() {
@@ -268,19 +262,15 @@ async function publishAll(nats: Nats, log: StreamLog, messages: Iterable<InitMes
   let count = 0;
   let ops = 0;
   for (const message of messages) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await log.publish(message.payload, message.seq - 1, `authctl-init-${runId}-${message.seq}`);
-        break;
-      } catch (err) {
-        const partly = count === 0 ? 'nothing was written' : `the stream holds the first ${count} messages of the copy: delete the stream and run cluster init again`;
-        if (err instanceof nats.WrongLastSequenceError) {
-          throw new CommandError(`something else wrote to stream ${log.stream} while cluster init ran (at sequence ${message.seq}); ${partly}, with no node running`, { cause: err });
-        }
-        if (!(err instanceof nats.StreamUnavailableError) || attempt >= initPublishAttemptsMax) {
-          throw new CommandError(`message ${message.seq} was not stored: ${(err as Error).message}; ${partly}`, { cause: err });
-        }
+    // StreamLog.publish sends a message with no answer again itself (the same Nats-Msg-Id makes that safe).
+    try {
+      await log.publish(message.payload, message.seq - 1, `authctl-init-${runId}-${message.seq}`);
+    } catch (err) {
+      const partly = count === 0 ? 'nothing was written' : `the stream holds the first ${count} messages of the copy: delete the stream and run cluster init again`;
+      if (err instanceof nats.WrongLastSequenceError) {
+        throw new CommandError(`something else wrote to stream ${log.stream} while cluster init ran (at sequence ${message.seq}); ${partly}, with no node running`, { cause: err });
       }
+      throw new CommandError(`message ${message.seq} was not stored: ${(err as Error).message}; ${partly}`, { cause: err });
     }
     count++;
     ops += message.ops;
@@ -296,7 +286,8 @@ Moves the state of an embedded server's data directory into a cluster: takes the
 (refusing while a server runs on it), recovers its state read-only, and publishes every entity as put
 records to the stream, creating the stream if missing; a stream that holds or held any message is
 refused. Then records the server key's fingerprint in the cluster's bucket (<stream>-cluster), so that
-only nodes with the same key start. Start every node with that key file. The data directory is left
+only nodes with the same key start, and puts the same state there as the snapshot at the last message,
+so that nodes load it instead of replaying every put. Start every node with that key file. The data directory is left
 as it was.
 
   --from DIR         the embedded data directory
@@ -332,8 +323,7 @@ ${natsHelp}
           if (err instanceof ConfigError) throw new CommandError(err.message.replace('this node\'s server key', `the key of ${dir}`), { cause: err });
           throw err;
         }
-        const payloadMax = log.connection.info?.max_payload ?? natsPayloadBytesDefault;
-        const messages = initMessages(stateOps(state), 1, state.lastAt, payloadMax - messageHeaderBytesReserve);
+        const messages = initMessages(stateOps(state), 1, state.lastAt, log.maxPayloadBytes);
         const written = await publishAll(nats, log, messages, randomBytes(8).toString('hex'));
         // The same state as the cluster's snapshot at the last message: nodes start from it instead of replaying every put
         // (1,000,000 Users: a load of seconds against a replay of half a minute).

@@ -14,7 +14,7 @@ import type { PersistLogger } from '../persist/replayable.js';
 import { readSnapshotFile, SnapshotError, writeSnapshot, type SnapshotWritten } from '../persist/snapshot.js';
 import { NodeStorage, type ReadableFile, type Storage } from '../persist/storage.js';
 import { State } from '../store/state.js';
-import { serveNodeStatus } from './node-status.js';
+import { serveNodeStatus, type NodeReadiness } from './node-status.js';
 import { Replica } from './replica.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
 import { StreamLog, whileUnavailable, type StreamFollower } from './stream-log.js';
@@ -33,7 +33,6 @@ export interface ClusterNodeOptions {
   readonly onFatal: (err: Error) => void;
 }
 
-export type Readiness = 'catching_up' | 'ready' | 'degraded';
 
 export class ClusterNode {
   #follower: StreamFollower | undefined;
@@ -97,7 +96,7 @@ export class ClusterNode {
     return this.replica.applied(this.#startSeq);
   }
 
-  get readiness(): Readiness {
+  get readiness(): NodeReadiness {
     if (this.replica.appliedSeq < this.#startSeq) return 'catching_up';
     return this.log.connected ? 'ready' : 'degraded';
   }
@@ -237,8 +236,7 @@ export class ClusterNode {
     try {
       const held = await this.bucket.snapshotSeqs();
       if (held.length > 0 && written.baseSeq - held[0]! < snapshotEveryRecords / 2) return;
-      await this.bucket.put(written.path, written.baseSeq);
-      const kept = await this.bucket.snapshotSeqs();
+      const kept = await this.bucket.put(written.path, written.baseSeq);
       if (kept.length >= clusterSnapshotsKept) {
         const below = kept[kept.length - 1]! + 1;
         await this.log.purgeBelow(below);

@@ -43,11 +43,16 @@ export class SnapshotBucket {
     return seqs.sort((a, b) => b - a);
   }
 
-  /** Puts the local snapshot file at path (of baseSeq) in the bucket, then drops all but the newest clusterSnapshotsKept. */
-  async put(path: string, baseSeq: number): Promise<void> {
+  /**
+   * Puts the local snapshot file at path (of baseSeq) in the bucket, then drops all but the newest clusterSnapshotsKept;
+   * the base sequences kept, newest first.
+   */
+  async put(path: string, baseSeq: number): Promise<number[]> {
     const data = Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
     await this.bucket.put({ name: snapshotFileName(baseSeq) }, data);
-    for (const old of (await this.snapshotSeqs()).slice(clusterSnapshotsKept)) await this.bucket.delete(snapshotFileName(old));
+    const held = await this.snapshotSeqs();
+    for (const old of held.slice(clusterSnapshotsKept)) await this.bucket.delete(snapshotFileName(old));
+    return held.slice(0, clusterSnapshotsKept);
   }
 
   /**

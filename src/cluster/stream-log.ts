@@ -128,12 +128,7 @@ export class StreamLog {
 
   /** The stream's last sequence as JetStream reports it now (0 for an empty stream). */
   async lastSeq(): Promise<number> {
-    try {
-      const info = await this.jsm.streams.info(this.stream);
-      return info.state.last_seq;
-    } catch (err) {
-      throw unavailable(err, 'cannot read the stream state');
-    }
+    return (await this.info()).state.last_seq;
   }
 
   /** Everything JetStream tells of the stream: its state, configuration, and which servers hold its replicas. */
@@ -147,11 +142,7 @@ export class StreamLog {
 
   /** The first sequence the stream still holds (1 until it was purged below a snapshot). */
   async firstSeq(): Promise<number> {
-    try {
-      return (await this.jsm.streams.info(this.stream)).state.first_seq;
-    } catch (err) {
-      throw unavailable(err, 'cannot read the stream state');
-    }
+    return (await this.info()).state.first_seq;
   }
 
   /**
