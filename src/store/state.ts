@@ -529,7 +529,6 @@ export class State {
     return this.userByEmailKey.get(emailKey(email));
   }
 
-  /** Email keys that more than one User holds (data stored before the key rule), each with its holders' ids, oldest first. */
   /** Application names held by more than one Application (stored before names were unique), for a warning at start. */
   sharedApplicationNames(): { key: string; applicationIds: string[] }[] {
     const shared: { key: string; applicationIds: string[] }[] = [];
@@ -537,6 +536,7 @@ export class State {
     return shared;
   }
 
+  /** Email keys that more than one User holds (data stored before the key rule), each with its holders' ids, oldest first. */
   sharedEmailKeys(): { key: string; userIds: string[] }[] {
     return [...this.usersSharingEmailKey].map(([key, ids]) => ({
       key, userIds: [...ids].map((id) => this.users.get(id)!).sort((a, b) => (precedes(a.createdAt, a.id, b.createdAt, b.id) ? -1 : 1)).map((u) => u.id),

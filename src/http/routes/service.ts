@@ -16,17 +16,17 @@ const snapshotResult = obj({
   }, ['taken']),
 });
 
+/** GET /health and its upstream name GET /status: the process answers. */
+const liveness = {
+  method: 'GET', tag: 'Service', access: 'public', audit: 'none', result: obj({ status: { type: 'string', const: 'ok' } }),
+  handler: () => ({ result: '{"status":"ok"}' }),
+} as const;
+
 export const serviceRoutes: readonly RouteDecl[] = [
+  route({ ...liveness, pattern: '/health', operationId: 'health', summary: 'Liveness check' }),
   route({
-    method: 'GET', pattern: '/health', operationId: 'health', tag: 'Service', summary: 'Liveness check',
-    access: 'public', audit: 'none', result: obj({ status: { type: 'string', const: 'ok' } }),
-    handler: () => ({ result: '{"status":"ok"}' }),
-  }),
-  route({
-    method: 'GET', pattern: '/status', operationId: 'status', tag: 'Service', summary: 'Liveness check, as GET /health',
+    ...liveness, pattern: '/status', operationId: 'status', summary: 'Liveness check, as GET /health',
     description: 'Compatibility with the monitors of the upstream API (econtext-auth), which call this path; `GET /health` is the same.',
-    access: 'public', audit: 'none', result: obj({ status: { type: 'string', const: 'ok' } }),
-    handler: () => ({ result: '{"status":"ok"}' }),
   }),
   route({
     method: 'GET', pattern: '/health/ready', operationId: 'ready', tag: 'Service', summary: 'Readiness check: 200 once the node serves with everything it should know, else 503',
