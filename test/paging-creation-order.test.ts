@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Op, User } from '../src/domain/entities.js';
-import { CreationOrder, precedes, type Page, type PagePosition } from '../src/store/creation-order.js';
+import { CreationOrder, precedes, type PagePosition } from '../src/store/creation-order.js';
 import * as decide from '../src/store/decide.js';
 import { State } from '../src/store/state.js';
 import { prng } from './helpers/prng.js';
-import { StateHarness } from './helpers/state-harness.js';
+import { StateHarness, steppedSearchPage } from './helpers/state-harness.js';
 
 
 type Entry = { id: string; createdAt: number };
@@ -161,18 +161,6 @@ test('State pages: every kind, every subset (walked or sorted), search, and afte
   check('after a merge import');
 });
 
-/** pageSearch's pages worked out a few units of index work per step, as requests do a slice per event-loop turn. */
-function steppedPageSearch(state: State, term: string, workMax: number): (after: PagePosition | undefined, limit: number) => Page<User> {
-  return (after, limit) => {
-    const search = state.beginPageSearch(term, after, limit);
-    for (let steps = 0; ; steps++) {
-      const page = search.step(workMax);
-      if (page !== undefined) return page;
-      assert.ok(steps < 1_000_000, 'a paged search makes progress');
-    }
-  };
-}
-
 test('pageSearch takes each of its ways (walk, the index\'s matches in creation order, all of them) and always agrees with a filter, in one step or many', () => {
   const h = new StateHarness();
   h.commit((s, ctx) => decide.bootstrap(s, { email: 'admin@example.com', passwordHash: 'h' }, ctx));
@@ -197,7 +185,7 @@ test('pageSearch takes each of its ways (walk, the index\'s matches in creation 
       const expected = byCreation(all.filter((u) => u.name.includes(term) || u.email.includes(term)));
       for (const limit of [50, 1000]) {
         assert.deepEqual(pages((a, l) => h.state.pageSearch(term, a, l), limit), expected, `${what}: ${term} by ${limit}`);
-        for (const workMax of [97, 5000]) assert.deepEqual(pages(steppedPageSearch(h.state, term, workMax), limit), expected, `${what}: ${term} by ${limit}, steps of ${workMax}`);
+        for (const workMax of [97, 5000]) assert.deepEqual(pages((after, l) => steppedSearchPage(h.state, term, after, l, workMax), limit), expected, `${what}: ${term} by ${limit}, steps of ${workMax}`);
       }
     }
     assert.deepEqual(h.state.pageSearch('a\u0000b', undefined, 10), { items: [], more: false });

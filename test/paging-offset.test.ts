@@ -5,9 +5,8 @@ import { test } from 'node:test';
 import type { Op, User } from '../src/domain/entities.js';
 import { CreationOrder, precedes, sliceInCreationOrder, type Page } from '../src/store/creation-order.js';
 import * as decide from '../src/store/decide.js';
-import type { State } from '../src/store/state.js';
 import { prng } from './helpers/prng.js';
-import { StateHarness } from './helpers/state-harness.js';
+import { StateHarness, steppedSearchPage } from './helpers/state-harness.js';
 
 type Entry = { id: string; createdAt: number };
 
@@ -83,16 +82,6 @@ const byCreation = (items: Iterable<{ id: string; createdAt: number }>): string[
 
 const ids = (page: Page<{ id: string }>): Page<string> => ({ items: page.items.map((x) => x.id), more: page.more });
 
-/** pageSearch from an offset worked out a few units of index work per step, as requests do a slice per event-loop turn. */
-function steppedSearch(state: State, term: string, limit: number, offset: number, workMax: number): Page<User> {
-  const search = state.beginPageSearch(term, undefined, limit, offset);
-  for (let steps = 0; ; steps++) {
-    const page = search.step(workMax);
-    if (page !== undefined) return page;
-    assert.ok(steps < 1_000_000, 'a paged search makes progress');
-  }
-}
-
 test('State pages from an offset: every kind, every subset (walked or sorted), search (each of its ways), before and after a merge import', () => {
   const h = new StateHarness();
   h.commit((s, ctx) => decide.bootstrap(s, { email: 'admin@example.com', passwordHash: 'h' }, ctx));
@@ -129,7 +118,7 @@ test('State pages from an offset: every kind, every subset (walked or sorted), s
       ['groups of big', byCreation([...s.allGroups()].filter((g) => g.application === big.id)), (l, o) => s.pageGroupsOfApplicationFrom(big.id, o, l)],
       ['search alpha', byCreation(users.filter((u) => u.name.includes('alpha'))), (l, o) => s.pageSearch('alpha', undefined, l, o)],
       ['search u1', byCreation(users.filter((u) => u.email.includes('u1'))), (l, o) => s.pageSearch('u1', undefined, l, o)],
-      ['search alpha, stepped', byCreation(users.filter((u) => u.name.includes('alpha'))), (l, o) => steppedSearch(s, 'alpha', l, o, 97)],
+      ['search alpha, stepped', byCreation(users.filter((u) => u.name.includes('alpha'))), (l, o) => steppedSearchPage(s, 'alpha', undefined, l, 97, o)],
     ];
     for (const [name, whole, page] of listings) {
       assert.ok(whole.length >= 2, `${what}: ${name} has something to page`);
@@ -172,7 +161,7 @@ test('pageSearch from an offset takes each of its ways (walk, the index\'s match
       for (const limit of [1, 50, 1000]) {
         for (const offset of [0, 1, 10, 2999, 3000, expected.length - 1, expected.length, expected.length + 1].filter((o) => o >= 0)) {
           expectSlice(ids(h.state.pageSearch(term, undefined, limit, offset)), expected, offset, limit, `${what}: ${term} by ${limit} from ${offset}`);
-          expectSlice(ids(steppedSearch(h.state, term, limit, offset, 997)), expected, offset, limit, `${what}: ${term} by ${limit} from ${offset}, stepped`);
+          expectSlice(ids(steppedSearchPage(h.state, term, undefined, limit, 997, offset)), expected, offset, limit, `${what}: ${term} by ${limit} from ${offset}, stepped`);
         }
       }
     }

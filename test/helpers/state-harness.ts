@@ -1,6 +1,8 @@
 // A State driven by decide() with a deterministic clock and ids, for store-level tests that need no log.
 
-import type { LogRecord, Op } from '../../src/domain/entities.js';
+import assert from 'node:assert/strict';
+import type { LogRecord, Op, User } from '../../src/domain/entities.js';
+import type { Page, PagePosition } from '../../src/store/creation-order.js';
 import type { DecideContext, Decision } from '../../src/store/decide.js';
 import { State } from '../../src/store/state.js';
 
@@ -22,5 +24,15 @@ export class StateHarness {
   apply(ops: Op[]): void {
     const record: LogRecord = { seq: this.state.lastSeq + 1, at: this.now, ops };
     this.state.apply(record);
+  }
+}
+
+/** A paged search of `state` worked out `workMax` units of index work per step, as requests do a slice per event-loop turn. */
+export function steppedSearchPage(state: State, term: string, after: PagePosition | undefined, limit: number, workMax: number, offset = 0): Page<User> {
+  const search = state.beginPageSearch(term, after, limit, offset);
+  for (let steps = 0; ; steps++) {
+    const page = search.step(workMax);
+    if (page !== undefined) return page;
+    assert.ok(steps < 1_000_000, 'a paged search makes progress');
   }
 }
