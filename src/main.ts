@@ -41,6 +41,8 @@ import { MicrosClock } from './store/clock.js';
 import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
+import { Sealer } from './tokens/sealer.js';
+import { TokenService } from './tokens/token-service.js';
 
 /** The logger, and the output under it that audit lines are written to directly (src/service/audit.ts). */
 function createLogger(level: string): { logger: Logger; out: LogWriter } {
@@ -88,6 +90,19 @@ async function firstStart(config: Config, pool: HashPool, committer: Commits, lo
   if (generated) {
     // Printed once, on purpose: the operator has no other way to learn it. Set ADMIN_PASSWORD to choose one.
     logger.warn({ adminEmail: email, generatedAdminPassword: password }, 'generated admin password; store it now, it is not shown again');
+  }
+}
+
+/**
+ * A current signing key per algorithm that this server key opens: made at a first start, an upgrade, or after
+ * authctl rotate-key. Not fatal: without one, only EdDSA and ES256 tokens fail, and a later start tries again.
+ */
+async function ensureSigningKeys(tokens: TokenService, committer: Commits, logger: Logger): Promise<void> {
+  try {
+    const { made } = await tokens.rotate(committer, 'missing');
+    if (made.length > 0) logger.info({ algs: made }, 'made new signing keys for access tokens');
+  } catch (err) {
+    logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not make signing keys; EdDSA and ES256 tokens fail until a restart or POST /admin/signing-keys/rotate');
   }
 }
 
@@ -251,6 +266,8 @@ async function main(): Promise<void> {
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
+  const tokens = new TokenService(state, new Sealer(secrets.subkey('authd-sealed-v1')), publicUrl, clock);
+  await ensureSigningKeys(tokens, committer, logger);
   metrics.registerRoutes(routeTable);
   const counted = (caller: CallerAnswer): CallerAnswer => {
     // Shed (the hash queue is full): not evaluated, so not counted.
@@ -259,7 +276,7 @@ async function main(): Promise<void> {
   };
   handle = createPipeline(routeTable, {
     realm: config.realm,
-    routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: store.snapshots, metrics, readiness: store.readiness },
+    routeDeps: { state, committer, authenticator, renderer, pool, secrets, tokens, snapshots: store.snapshots, metrics, readiness: store.readiness },
     strongRead: store.strongRead,
     audit: (entry) => audit.record(entry),
     caller: (username, password, address, authorization) => whenReady(authenticator.caller(username, password, address, authorization), counted),

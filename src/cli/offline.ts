@@ -268,6 +268,10 @@ Every API Key's secret is derived from the server key, so every one changes: the
 authenticating, and each key's new secret is in the answer of a PUT to it
 (PUT /users/user/{userid}/apikey/{apikeyid}).
 
+Secrets sealed under the old key no longer open: the server makes new access-token signing keys at its
+next start (the old public keys stay published until the tokens they signed expire), and each Application
+signing HS256 tokens needs a new secret (POST /applications/application/{appid}/jwt-secret).
+
 ${dataDirHelp}
   --key-file FILE    the key file to write (KEY_FILE; default ./secrets/server.key)`,
   options: { ...dataDirOption, 'key-file': { type: 'string' } },

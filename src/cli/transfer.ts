@@ -14,12 +14,17 @@
 import { StringDecoder } from 'node:string_decoder';
 import { unpackPasswordHash } from '../auth/packed-hash.js';
 import { validatePasswordHash } from '../auth/password-hash-format.js';
-import { customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax } from '../config/limits.js';
-import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, User } from '../domain/entities.js';
+import {
+  customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax, sealedSecretCharsMax,
+  tokenTtlSecondsMax, tokenTtlSecondsMin,
+} from '../config/limits.js';
+import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, TokenSettings, User } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import type { Role } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
-import { arrayOf, customData, email, enumOf, id, roles, string, type Schema } from '../domain/schema.js';
+import {
+  arrayOf, boolean, customData, email, enumOf, field, id, integer, object, roles, string, type Schema,
+} from '../domain/schema.js';
 import * as decide from '../store/decide.js';
 import { isApikeyId } from '../domain/ids.js';
 import type { State } from '../store/state.js';
@@ -60,7 +65,11 @@ export function* exportLines(state: State, now: Date): Generator<string> {
     yield JSON.stringify({ kind: 'organization', id: o.id, name: o.name, description: o.description, custom_data: o.customData, status: o.status, ...times(o) });
   }
   for (const a of state.allApplications()) {
-    yield JSON.stringify({ kind: 'application', id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status, ...times(a) });
+    // The HS256 secret stays sealed: it opens only where the same server key is used.
+    yield JSON.stringify({
+      kind: 'application', id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status,
+      ...(a.tokens === undefined ? {} : { tokens: a.tokens }), ...(a.jwtSecret === undefined ? {} : { jwt_secret_sealed: a.jwtSecret }), ...times(a),
+    });
   }
   for (const g of state.allGroups()) {
     yield JSON.stringify({
@@ -72,7 +81,8 @@ export function* exportLines(state: State, now: Date): Generator<string> {
     yield JSON.stringify({
       kind: 'user', id: u.id, email: u.email, name: u.name, status: u.status, custom_data: u.customData,
       password_hash: unpackPasswordHash(u.passwordHash), organization: u.organization, applications: u.applications, groups: u.groups,
-      apikeys: u.apikeys.map(apikeyLine), ...rolesOf(u), ...times(u),
+      apikeys: u.apikeys.map(apikeyLine), ...rolesOf(u),
+      ...(u.passwordChangedAt === undefined ? {} : { password_changed_at: formatTimestamp(u.passwordChangedAt) }), ...times(u),
     });
   }
 }
@@ -161,6 +171,18 @@ function parseApikey(raw: Record<string, unknown>, i: number, now: number): ApiK
   };
 }
 
+/** Token settings as exported: all three fields. */
+const tokenSettings: Schema<TokenSettings> = {
+  parse(value, fieldName) {
+    const parsed = object({
+      enabled: field(boolean(), true), ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax }), true),
+      alg: field(enumOf(['EdDSA', 'ES256', 'HS256'] as const), true),
+    }).parse(value, fieldName);
+    return { enabled: parsed.enabled!, ttl: parsed.ttl!, alg: parsed.alg! };
+  },
+  describe: () => ({ type: 'object' }),
+};
+
 function withRoles(f: Fields): { roles?: Role[] } {
   return f.has('roles') ? { roles: f.get('roles', roles()) } : {};
 }
@@ -192,7 +214,14 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
     case 'organization':
       return { kind: 'organization', value: { ...common(organizationName), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
     case 'application':
-      return { kind: 'application', value: { ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null) } };
+      return {
+        kind: 'application',
+        value: {
+          ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null),
+          ...(f.has('tokens') ? { tokens: f.get('tokens', tokenSettings) } : {}),
+          ...(f.has('jwt_secret_sealed') ? { jwtSecret: f.get('jwt_secret_sealed', string({ min: 1, max: sealedSecretCharsMax })) } : {}),
+        },
+      };
     case 'group':
       return {
         kind: 'group',
@@ -214,6 +243,7 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
           id: entityId(), email: f.get('email', asStored ? storedEmail : email()), name: f.opt('name', name, ''), status: f.opt('status', userStatus, 'UNVERIFIED'),
           customData: f.opt('custom_data', customData({ nullable: true }), null), passwordHash, organization, applications,
           groups: f.opt('groups', ids, []), apikeys: f.array('apikeys').map((k, i) => parseApikey(k, i, now)), ...withRoles(f),
+          ...(f.has('password_changed_at') ? { passwordChangedAt: f.time('password_changed_at', () => now) } : {}),
           createdAt: f.time('created_at', () => now), modifiedAt: f.time('modified_at', () => now),
         },
       };

@@ -357,3 +357,24 @@ export const clusterCloseMs = 2_000;
 export const clusterFollowBytesMax = 8 * 1024 * 1024;
 /** A starting node keeps trying this long to reach the stream and its bucket while JetStream is unavailable (an election). */
 export const clusterStartWaitMs = 30_000;
+
+// ---- access tokens (src/tokens/) ----
+/** An Application's token lifetime bounds, and the default of a new one (issue 26). */
+export const tokenTtlSecondsMin = 60;
+export const tokenTtlSecondsMax = 86_400;
+export const tokenTtlSecondsDefault = 900;
+/** A retired signing key stays published this long: no token it signed can outlive it (tokenTtlSecondsMax). */
+export const signingKeyPublishedAfterRetireMs = tokenTtlSecondsMax * 1000;
+/** HS256 wants a key at least as long as its hash output (RFC 7518 3.2): 32 bytes; a generated one is 32 random bytes. */
+export const jwtSecretBytesMin = 32;
+export const jwtSecretCharsMax = 512;
+export const jwtSecretBytesNew = 32;
+/** A sealed HS256 secret as an export carries it: the longest secret, sealed and base64url-encoded, fits. */
+export const sealedSecretCharsMax = 1024;
+/** Longest token POST /tokens/introspect reads; ours are under 1 KB even with a User in many Groups. */
+export const tokenCharsMax = 16 * 1024;
+/** Random bytes in a token's jti, after its 8 bytes of issue time. */
+export const tokenJtiRandomBytes = 10;
+/** Sealed secrets (src/tokens/sealer.ts): AES-256-GCM's 12-byte nonce and 16-byte tag. */
+export const sealNonceBytes = 12;
+export const sealTagBytes = 16;

@@ -12,12 +12,28 @@ export interface JsonObject { [key: string]: JsonValue }
 export type Status = 'ENABLED' | 'DISABLED';
 export type UserStatus = 'UNVERIFIED' | 'ENABLED' | 'DISABLED';
 
+export type TokenAlg = 'EdDSA' | 'ES256' | 'HS256';
+/** The algorithms signed with the service's own keys (published in the JWKS); HS256 uses an Application's secret. */
+export type SigningAlg = 'EdDSA' | 'ES256';
+
+/** Whether POST /authenticate also answers an access token, how long it lives and how it is signed. */
+export interface TokenSettings {
+  readonly enabled: boolean;
+  /** Seconds. */
+  readonly ttl: number;
+  readonly alg: TokenAlg;
+}
+
 export interface Application {
   readonly id: string;
   readonly name: string;
   readonly description: string;
   readonly customData: JsonObject | null;
   readonly status: Status;
+  /** Absent: tokens disabled (the default, and every Application stored before tokens existed). */
+  readonly tokens?: TokenSettings;
+  /** The HS256 secret, sealed under the server key (src/tokens/sealer.ts); never rendered. */
+  readonly jwtSecret?: string;
   readonly createdAt: number;
   readonly modifiedAt: number;
 }
@@ -64,6 +80,8 @@ export interface User {
   readonly customData: JsonObject | null;
   /** PHC string: argon2id, or bcrypt brought in by import (re-hashed on the next successful login). */
   readonly passwordHash: string;
+  /** When the password was last changed (not re-hashed): tokens issued before it are no longer active. Absent: never. */
+  readonly passwordChangedAt?: number;
   readonly organization: string;
   readonly applications: readonly string[];
   readonly groups: readonly string[];
@@ -74,10 +92,26 @@ export interface User {
   readonly modifiedAt: number;
 }
 
-/** Service-wide facts fixed at first start. */
+/** A key the service signs access tokens with; the private half sealed under the server key. */
+export interface SigningKey {
+  /** The JWK thumbprint (RFC 7638) of the public key. */
+  readonly kid: string;
+  readonly alg: SigningAlg;
+  /** The public key as a JWK (kty, crv, x[, y]). */
+  readonly publicJwk: JsonObject;
+  /** PKCS#8 PEM of the private key, sealed (src/tokens/sealer.ts). */
+  readonly sealedPrivate: string;
+  readonly createdAt: number;
+  /** When a newer key replaced it (0: the current key of its alg); it stays published for signingKeyPublishedAfterRetireMs after. */
+  readonly retiredAt: number;
+}
+
+/** Service-wide facts: fixed at first start, but for the signing keys, which rotation replaces. */
 export interface Meta {
   readonly baseApplication: string;
   readonly defaultOrganization: string;
+  /** Absent until the first start that knows tokens. */
+  readonly signingKeys?: readonly SigningKey[];
 }
 
 export interface EntityByKind {

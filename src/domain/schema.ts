@@ -72,6 +72,18 @@ export function boolean(): Schema<boolean> {
   };
 }
 
+/** A whole number within [min, max]. */
+export function integer(opts: { min: number; max: number }): Schema<number> {
+  return {
+    parse(value, field) {
+      if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidField(field, 'must be a whole number');
+      if (value < opts.min || value > opts.max) throw invalidField(field, `must be from ${opts.min} to ${opts.max}`);
+      return value;
+    },
+    describe: () => ({ type: 'integer', minimum: opts.min, maximum: opts.max }),
+  };
+}
+
 export function id(): Schema<string> {
   return {
     parse(value, field) {
@@ -231,7 +243,8 @@ export function body<F extends Fields>(fields: F): Schema<Parsed<F>> {
           if (spec.required) throw invalidField(key, 'is required');
           continue;
         }
-        out[key] = spec.schema.parse(v, key);
+        // A nested object's fields are named by their path (tokens.ttl); the top level's by themselves.
+        out[key] = spec.schema.parse(v, name === 'body' ? key : `${name}.${key}`);
       }
       return out as Parsed<F>;
     },

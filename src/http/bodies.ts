@@ -1,12 +1,12 @@
 // The request bodies of every route, as schemas: one source for validation and for the OpenAPI document.
 
 import {
-  applicationsPerUserMax, descriptionCharsMax, groupsPerUserMax, ipAddressCharsMax, nameCharsMax,
-  passwordBytesMax, passwordCharsMin, passwordHashCharsMax,
+  applicationsPerUserMax, descriptionCharsMax, groupsPerUserMax, ipAddressCharsMax, jwtSecretBytesMin, jwtSecretCharsMax, nameCharsMax,
+  passwordBytesMax, passwordCharsMin, passwordHashCharsMax, tokenCharsMax, tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
 import { invalidField } from '../domain/errors.js';
 import {
-  arrayOf, body, customData, email, enumOf, field, id, object, roles, string, type Schema,
+  arrayOf, body, boolean, customData, email, enumOf, field, id, integer, object, roles, string, type Schema,
 } from '../domain/schema.js';
 
 const status = enumOf(['ENABLED', 'DISABLED'] as const);
@@ -28,10 +28,28 @@ function password(): Schema<string> {
   };
 }
 
+/** Any subset of an Application's token settings; what is left out keeps its value (or the default). */
+const tokenSettings = object({
+  enabled: field(boolean()),
+  ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax })),
+  alg: field(enumOf(['EdDSA', 'ES256', 'HS256'] as const)),
+});
+
+/** An HS256 secret a caller chooses: at least jwtSecretBytesMin bytes, as RFC 7518 asks of an HS256 key. Never echoed in a message. */
+function jwtSecret(): Schema<string> {
+  const text = string({ min: jwtSecretBytesMin, max: jwtSecretCharsMax });
+  return {
+    parse: (value, fieldName) => text.parse(value, fieldName),
+    describe: () => ({ ...text.describe(), writeOnly: true }),
+  };
+}
+
 export const applicationCreate = body({
   name: field(requiredName, true),
   description: field(description),
   custom_data: field(customData({ nullable: true })),
+  tokens: field(tokenSettings),
+  jwt_secret: field(jwtSecret()),
 });
 
 export const applicationUpdate = body({
@@ -39,6 +57,12 @@ export const applicationUpdate = body({
   description: field(description),
   custom_data: field(customData({ nullable: true })),
   status: field(status),
+  tokens: field(tokenSettings),
+  jwt_secret: field(jwtSecret()),
+});
+
+export const tokenIntrospect = body({
+  token: field(string({ min: 1, max: tokenCharsMax }), true),
 });
 
 export const groupCreate = body({

@@ -3,7 +3,9 @@
 // test/openapi-document.test.ts fails when the served document or docs/openapi.json differ from what this
 // file generates. Regenerate the checked-in copy with `npm run openapi`.
 
-import { idCharsMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax, searchTermCharsMax } from '../config/limits.js';
+import {
+  idCharsMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax, searchTermCharsMax, tokenTtlSecondsDefault, tokenTtlSecondsMax, tokenTtlSecondsMin,
+} from '../config/limits.js';
 import { errorCatalog } from '../domain/errors.js';
 import { roleNames, rolesGranting } from '../domain/roles.js';
 import type { RouteDecl } from './route.js';
@@ -11,7 +13,7 @@ import type { RouteDecl } from './route.js';
 export type JsonSchema = Record<string, unknown>;
 
 /** Version of the HTTP API described; bump it with any change to the document. */
-export const apiVersion = '1.3.0';
+export const apiVersion = '1.4.0';
 
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 export const obj = (properties: Record<string, JsonSchema>, required = Object.keys(properties)): JsonSchema => ({
@@ -44,11 +46,29 @@ function userSchema(middle: Record<string, JsonSchema>): JsonSchema {
   return obj(properties, Object.keys(properties).filter((k) => k !== 'roles'));
 }
 
+const applicationProperties = {
+  id: str, name: str, description: str, custom_data: customData(true), status, tokens: ref('TokenSettings'), href: { type: 'string', format: 'uri' },
+  created_at: timestamp, modified_at: timestamp,
+};
+
 /** The public representations of src/http/render.ts. */
 const entitySchemas: Record<string, JsonSchema> = {
-  Application: obj({
-    id: str, name: str, description: str, custom_data: customData(true), status, href: { type: 'string', format: 'uri' },
-    created_at: timestamp, modified_at: timestamp,
+  Application: obj(applicationProperties),
+  ApplicationWithSecret: obj({ ...applicationProperties, jwt_secret: { type: 'string', description: 'The HS256 secret: only in the answer of the change that set it.' } }),
+  TokenSettings: obj({
+    enabled: { type: 'boolean', description: 'Whether a successful POST /authenticate also answers an access token. Default false.' },
+    ttl: { type: 'integer', minimum: tokenTtlSecondsMin, maximum: tokenTtlSecondsMax, description: `Seconds a token lives. Default ${tokenTtlSecondsDefault}.` },
+    alg: { type: 'string', enum: ['EdDSA', 'ES256', 'HS256'], description: 'EdDSA and ES256: the service\'s keys (GET /.well-known/jwks.json); HS256: the Application\'s jwt_secret. Default EdDSA.' },
+  }),
+  Jwks: obj({ keys: { type: 'array', items: { type: 'object', description: 'A public JWK with kid, alg and use.' } } }),
+  Introspection: {
+    ...obj({ active: { type: 'boolean' }, token_type: { type: 'string', const: 'Bearer' } }, ['active']),
+    description: 'RFC 7662: `{"active": false}` alone, or `active: true` with the token\'s claims (iss, sub, aud, iat, exp, jti, name, email, groups, org).',
+    additionalProperties: true,
+  },
+  SigningKey: obj({
+    kid: str, alg: { type: 'string', enum: ['EdDSA', 'ES256'] }, status: { type: 'string', enum: ['current', 'retired'] },
+    created_at: timestamp, published_until: { type: 'string', description: 'When a retired key leaves the JWKS; empty for a current key.' },
   }),
   Group: obj({
     id: str, name: str, description: str, custom_data: customData(false), status, application: str,

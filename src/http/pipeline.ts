@@ -88,14 +88,15 @@ type HeaderList = readonly (readonly [string, string])[];
 
 /**
  * Every answer of the service, errors included, forbids caches to keep it: it carries user data, an API Key's
- * secret or an account's state, and none is worth serving stale (GET /health and GET /openapi.json neither).
+ * secret or an account's state, and none is worth serving stale (GET /health and GET /openapi.json neither); the JWKS is the exception.
  * One array shared by every reply, so the common reply allocates no header list.
  */
 export const noStoreHeaders: HeaderList = [['Cache-Control', 'no-store']];
 
-/** A handler's own headers after the shared ones; the shared array itself when it has none. */
+/** A handler's own headers after the shared ones; the shared array itself when it has none. Only a public document (the JWKS) sets its own Cache-Control. */
 function withNoStore(headers: HeaderList | undefined): HeaderList {
-  return headers === undefined || headers.length === 0 ? noStoreHeaders : [...noStoreHeaders, ...headers];
+  if (headers === undefined || headers.length === 0) return noStoreHeaders;
+  return headers.some(([name]) => name === 'Cache-Control') ? headers : [...noStoreHeaders, ...headers];
 }
 
 export function errorReply(req: HttpRequest, code: ErrorCode, message?: string, extra?: { result?: Record<string, unknown>; retryAfterS?: number; headers?: [string, string][] }): Reply {
@@ -258,6 +259,7 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
     if (decl.access === 'public') return handle(req, route, params, undefined);
     try {
       const recognised = decl.recognise !== undefined && hasJsonBody(req) ? decl.recognise(req, deps.routeDeps) : undefined;
+      if (recognised instanceof Promise) return recognised.then((o) => respond(req, route, params, undefined, o), (err: unknown) => failed(req, route, params, undefined, err));
       if (recognised !== undefined) return respond(req, route, params, undefined, recognised);
       const known = deps.knownCaller?.(req.authorization, req.remoteAddress);
       if (known !== undefined) return handle(req, route, params, known);

@@ -5,6 +5,7 @@ import type { ApiKey, Application, Group, Organization, User } from '../domain/e
 import { defaultRoles } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
 import { Sightings, textHash } from '../auth/sightings.js';
+import { tokenDefaults } from '../store/decide.js';
 import type { State } from '../store/state.js';
 import { RenderCache } from './render-cache.js';
 
@@ -80,12 +81,23 @@ export class Renderer {
     return memo(this.groupJson, group, this.renderGroup);
   }
 
+  /** The answer of the change that set an Application's HS256 secret: the only time the secret is shown. */
+  applicationWithSecret(app: Application, jwtSecret: string): string {
+    return this.renderApplicationWith(app, jwtSecret);
+  }
+
   /** Made once, as fields: a kept rendering's lookup allocates no closure. */
-  private readonly renderApplication = (a: Application): string => JSON.stringify({
-    id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status,
-    href: this.applicationHref(a.id),
-    created_at: formatTimestamp(a.createdAt), modified_at: formatTimestamp(a.modifiedAt),
-  });
+  private readonly renderApplication = (a: Application): string => this.renderApplicationWith(a, undefined);
+
+  private renderApplicationWith(a: Application, jwtSecret: string | undefined): string {
+    const { enabled, ttl, alg } = a.tokens ?? tokenDefaults;
+    return JSON.stringify({
+      id: a.id, name: a.name, description: a.description, custom_data: a.customData, status: a.status,
+      tokens: { enabled, ttl, alg }, ...(jwtSecret === undefined ? {} : { jwt_secret: jwtSecret }),
+      href: this.applicationHref(a.id),
+      created_at: formatTimestamp(a.createdAt), modified_at: formatTimestamp(a.modifiedAt),
+    });
+  }
 
   private readonly renderGroup = (g: Group): string => JSON.stringify({
     id: g.id, name: g.name, description: g.description, custom_data: g.customData,

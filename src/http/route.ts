@@ -11,6 +11,7 @@ import type { Authenticator } from '../service/authenticator.js';
 import type { Commits } from '../service/committer.js';
 import { isWellFormedId } from '../domain/ids.js';
 import type { State } from '../store/state.js';
+import type { TokenService } from '../tokens/token-service.js';
 import type { BodyPiece, BodyText, HttpRequest } from './adapter.js';
 import type { Metrics } from './metrics.js';
 import type { Renderer } from './render.js';
@@ -26,6 +27,7 @@ export interface RouteDeps {
   readonly renderer: Renderer;
   readonly pool: HashPool;
   readonly secrets: ApiKeySecrets;
+  readonly tokens: TokenService;
   readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
   /** Whether this node serves with all it should know: always 'ready' embedded; in cluster mode see src/cluster/cluster-node.ts. */
   readiness(): 'ready' | 'catching_up' | 'degraded';
@@ -97,7 +99,7 @@ export interface RouteDecl<B = unknown> {
    * caller check and the parse (POST /authenticate from a caller, with credentials, that passed lately),
    * else undefined and the request takes the usual way. Only for a route that audits itself.
    */
-  readonly recognise?: (req: HttpRequest & { readonly body: Buffer }, deps: RouteDeps) => RouteResult | undefined;
+  readonly recognise?: (req: HttpRequest & { readonly body: Buffer }, deps: RouteDeps) => RouteResult | Promise<RouteResult> | undefined;
 }
 
 export const auditsItself = 'self';

@@ -215,7 +215,7 @@ export class Authenticator {
    * would add a keyed hash and a lookup to every repeat. Failures are never remembered, and a success only once
    * its request has come before (attemptSlot).
    */
-  recognised(request: Uint8Array, authorization: string, peer: string): { readonly user: User; readonly byPassword: boolean } | undefined {
+  recognised(request: Uint8Array, authorization: string, peer: string): { readonly user: User; readonly application: Application; readonly byPassword: boolean } | undefined {
     const key = this.knownAttempts.keyOfRequest(request, authorization, peer);
     const entry = key === undefined ? undefined : this.knownAttempts.get(key);
     if (key === undefined || entry === undefined) return undefined;

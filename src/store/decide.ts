@@ -1,10 +1,10 @@
 // Commands to records: (state, validated input, context) -> the ops of one record, or a DomainError. Reads state, writes nothing.
 
 import {
-  apikeysPerUserMax, applicationsPerUserMax, groupsPerUserMax,
+  apikeysPerUserMax, applicationsPerUserMax, groupsPerUserMax, signingKeyPublishedAfterRetireMs, tokenTtlSecondsDefault,
 } from '../config/limits.js';
 import type {
-  ApiKey, Application, Group, JsonObject, Meta, Op, Organization, Status, User, UserStatus,
+  ApiKey, Application, Group, JsonObject, Meta, Op, Organization, SigningAlg, SigningKey, Status, TokenSettings, User, UserStatus,
 } from '../domain/entities.js';
 import { emailKey, normalizeEmail } from '../domain/email.js';
 import { DomainError, invalidField } from '../domain/errors.js';
@@ -99,6 +99,35 @@ function refuseDelete(message: string): DomainError {
 
 export interface ApplicationInput {
   name?: string; description?: string; custom_data?: JsonObject | null; status?: Status;
+  tokens?: Partial<TokenSettings>;
+  /**
+   * An HS256 secret, sealed by the route (src/tokens/sealer.ts): one the caller gave (which also turns HS256
+   * tokens on), or one made for the case that HS256 is on and the Application has none yet.
+   */
+  secret?: { readonly sealed: string; readonly given: boolean };
+}
+
+/** An Application's token settings as shown and applied: disabled until set. */
+export const tokenDefaults: TokenSettings = { enabled: false, ttl: tokenTtlSecondsDefault, alg: 'EdDSA' };
+
+/** The token settings and sealed secret after this input: a given secret turns HS256 on unless `tokens` says otherwise. */
+function withTokens(app: Application, input: ApplicationInput): Application {
+  const given = input.secret?.given === true;
+  if (input.tokens === undefined && !given) return app;
+  const tokens: TokenSettings = {
+    ...(app.tokens ?? tokenDefaults),
+    ...(given ? { enabled: true, alg: 'HS256' as const } : {}),
+    ...input.tokens,
+  };
+  const jwtSecret = given || (tokens.alg === 'HS256' && app.jwtSecret === undefined) ? input.secret?.sealed : app.jwtSecret;
+  if (tokens.alg === 'HS256' && jwtSecret === undefined) throw invalidField('jwt_secret', 'is needed for HS256 tokens');
+  return jwtSecret === undefined ? { ...app, tokens } : { ...app, tokens, jwtSecret };
+}
+
+/** A new HS256 secret (sealed) for the Application: tokens it signed before stop verifying. */
+export function rotateJwtSecret(state: State, id: string, sealed: string, ctx: DecideContext): Decision<Application> {
+  const app: Application = { ...mustApplication(state, id), jwtSecret: sealed, modifiedAt: ctx.now };
+  return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };
 }
 
 /**
@@ -114,10 +143,10 @@ function checkApplicationName(state: State, name: string, selfId: string | undef
 
 export function createApplication(state: State, input: ApplicationInput, ctx: DecideContext): Decision<Application> {
   checkApplicationName(state, input.name ?? '', undefined);
-  const app: Application = {
+  const app: Application = withTokens({
     id: ctx.newId(), name: input.name ?? '', description: input.description ?? '',
     customData: input.custom_data ?? null, status: 'ENABLED', createdAt: ctx.now, modifiedAt: ctx.now,
-  };
+  }, input);
   return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };
 }
 
@@ -127,7 +156,7 @@ export function updateApplication(state: State, id: string, input: ApplicationIn
     throw new DomainError('base_application_protected', 'status: the base Application cannot be disabled.');
   }
   if (input.name !== undefined) checkApplicationName(state, input.name, id);
-  const app: Application = patched(old, input, ctx.now);
+  const app: Application = withTokens(patched(old, input, ctx.now), input);
   return { ops: [{ op: 'put', kind: 'application', value: app }], result: app };
 }
 
@@ -300,6 +329,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
     email: input.email === undefined ? old.email : normalizeEmail(input.email),
     name: input.name ?? old.name,
     passwordHash: input.passwordHash ?? old.passwordHash,
+    ...(input.passwordHash === undefined ? {} : { passwordChangedAt: ctx.now }),
     status: input.status ?? old.status,
     customData: input.custom_data === undefined ? old.customData : input.custom_data,
     organization, applications, groups,
@@ -524,7 +554,7 @@ export function resetAdminPassword(
     status = 'ENABLED';
     changes.push('status DISABLED -> ENABLED');
   }
-  const value: User = { ...user, passwordHash, status, applications, modifiedAt: ctx.now };
+  const value: User = { ...user, passwordHash, passwordChangedAt: ctx.now, status, applications, modifiedAt: ctx.now };
   return { ops: [{ op: 'put', kind: 'user', value }], result: { user: value, changes } };
 }
 
@@ -602,4 +632,28 @@ export function importMeta(state: State, meta: Meta): Decision<'set' | 'kept'> {
     throw new DomainError('unknown_reference', `meta: the default Organization ${meta.defaultOrganization} is not in the import.`);
   }
   return { ops: [{ op: 'put', kind: 'meta', value: meta }], result: 'set' };
+}
+
+// ---- signing keys ----
+
+/**
+ * Makes each fresh key the current one of its alg, retiring the one it replaces, and drops retired keys no
+ * token can still need. `expected`: for a start-up's check, the current kid per alg it saw (undefined: none);
+ * a key whose alg changed since (another node rotated first) is left out, so two starts make one key.
+ */
+export function rotateSigningKeys(
+  state: State, fresh: readonly SigningKey[], ctx: DecideContext, expected?: ReadonlyMap<SigningAlg, string | undefined>,
+): Decision<readonly SigningKey[]> {
+  const meta = state.meta;
+  if (meta === undefined) throw new DomainError('not_found', 'This data directory has no base Application yet.');
+  const now = ctx.now;
+  const current = (alg: SigningAlg) => meta.signingKeys?.find((k) => k.alg === alg && k.retiredAt === 0)?.kid;
+  const adding = fresh.filter((k) => expected === undefined || expected.get(k.alg) === current(k.alg));
+  if (adding.length === 0) return { ops: [], result: meta.signingKeys ?? [] };
+  const replaced = new Set(adding.map((k) => k.alg));
+  const kept = (meta.signingKeys ?? [])
+    .map((k) => (k.retiredAt === 0 && replaced.has(k.alg) ? { ...k, retiredAt: now } : k))
+    .filter((k) => k.retiredAt === 0 || k.retiredAt + signingKeyPublishedAfterRetireMs * 1000 > now);
+  const signingKeys = [...kept, ...adding.map((k) => ({ ...k, createdAt: now }))];
+  return { ops: [{ op: 'put', kind: 'meta', value: { ...meta, signingKeys } }], result: signingKeys };
 }

@@ -24,6 +24,8 @@ import { MicrosClock } from '../../src/store/clock.js';
 import { bootstrap } from '../../src/store/decide.js';
 import { newApikeyId, newEntityId } from '../../src/store/ids.js';
 import { State } from '../../src/store/state.js';
+import { Sealer } from '../../src/tokens/sealer.js';
+import { TokenService } from '../../src/tokens/token-service.js';
 import { PowerLossStorage } from './fault-storage.js';
 
 export const appAdminEmail = 'admin@example.com';
@@ -106,10 +108,11 @@ export class InProcessApp {
     const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });
     const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence });
     const renderer = new Renderer(publicUrl, state);
+    const tokens = new TokenService(state, new Sealer(secrets.subkey('authd-sealed-v1')), publicUrl, clock);
     let app: InProcessApp | undefined;
     const handle = createPipeline(routeTable, {
       realm: 'authd',
-      routeDeps: { state, committer, authenticator, renderer, pool, secrets, snapshots: persistence, metrics, readiness: () => 'ready' },
+      routeDeps: { state, committer, authenticator, renderer, pool, secrets, tokens, snapshots: persistence, metrics, readiness: () => 'ready' },
       audit: (entry) => audit.record(entry),
       caller: (username, password, address, authorization) => authenticator.caller(username, password, address, authorization),
       knownCaller: (authorization, address) => authenticator.knownCaller(authorization, address),

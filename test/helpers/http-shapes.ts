@@ -56,7 +56,7 @@ export function authenticatedView(user: UserFullJson): UserAuthenticatedJson {
   };
 }
 
-export const applicationKeys = ['id', 'name', 'description', 'custom_data', 'status', 'href', 'created_at', 'modified_at'];
+export const applicationKeys = ['id', 'name', 'description', 'custom_data', 'status', 'tokens', 'href', 'created_at', 'modified_at'];
 export const groupKeys = ['id', 'name', 'description', 'custom_data', 'status', 'application', 'href', 'created_at', 'modified_at'];
 export const userKeys = [
   'id', 'username', 'email', 'name', 'status', 'custom_data', 'organization', 'applications', 'groups', 'apikeys',

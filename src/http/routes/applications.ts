@@ -1,15 +1,23 @@
-// Routes of /applications: the shared collection routes, and the Groups of an Application.
+// Routes of /applications: the shared collection routes, the Groups of an Application, and its HS256 secret.
 
 import type { Application } from '../../domain/entities.js';
 import * as decide from '../../store/decide.js';
+import { newJwtSecret } from '../../tokens/token-service.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
-import { listOf, ref } from '../openapi.js';
+import { listOf, one, ref } from '../openapi.js';
 import { listing, pageRequest, pageResult, rendering } from '../paging.js';
-import { pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
+import { keyed, pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
 import { collectionRoutes } from './collections.js';
 
+/** An Application's create or update input; `jwt_secret` is the plaintext of `secret`, kept for the answer only. */
+type ApplicationBody = decide.ApplicationInput & { jwt_secret?: string };
+
+function guardBase(ctx: RouteContext<unknown>, id: string | undefined): void {
+  if (ctx.deps.state.isBaseApplication(id)) requireAdmin(ctx, 'Changing the base Application');
+}
+
 export const applicationRoutes: readonly RouteDecl[] = [
-  ...collectionRoutes<Application, decide.ApplicationInput, decide.ApplicationInput>({
+  ...collectionRoutes<Application, ApplicationBody, ApplicationBody>({
     kind: 'application', plural: 'applications', base: '/applications/application', param: 'appid', title: 'Application',
     summaries: { create: 'Create an Application', delete: 'Delete a DISABLED Application without Users or Groups' },
     createBody: applicationCreate, updateBody: applicationUpdate,
@@ -18,9 +26,16 @@ export const applicationRoutes: readonly RouteDecl[] = [
     render: (r, a) => r.application(a), create: decide.createApplication, update: decide.updateApplication, remove: decide.deleteApplication,
     users: (s, id) => s.usersOfApplication(id), usersPage: (s, id, after, limit) => s.pageUsersOfApplication(id, after, limit),
     usersPageFrom: (s, id, offset, limit) => s.pageUsersOfApplicationFrom(id, offset, limit),
-    guard: (ctx: RouteContext<unknown>, { id }) => {
-      if (ctx.deps.state.isBaseApplication(id)) requireAdmin(ctx, 'Changing the base Application');
+    guard: (ctx, { id }) => guardBase(ctx, id),
+    // Sealed before deciding: the secret the caller gave, else a new one, used only if HS256 ends up on without one.
+    prepare: (ctx, input) => {
+      const plain = input.jwt_secret ?? newJwtSecret();
+      return { ...input, jwt_secret: plain, secret: { sealed: ctx.deps.tokens.sealSecret(plain), given: input.jwt_secret !== undefined } };
     },
+    // The secret is shown once: in the answer of the change that set it.
+    answer: (ctx, input, before, after) => (after.jwtSecret !== undefined && after.jwtSecret !== before?.jwtSecret && after.jwtSecret === input.secret?.sealed
+      ? ctx.deps.renderer.applicationWithSecret(after, input.jwt_secret!)
+      : undefined),
   }),
   route({
     method: 'GET', pattern: '/applications/application/:appid/groups', operationId: 'listApplicationGroups', tag: 'Applications',
@@ -33,6 +48,21 @@ export const applicationRoutes: readonly RouteDecl[] = [
         return { result: pageResult('groups', found, (g) => renderer.group(g)) };
       }
       return listing('groups', rendering(state.groupsOfApplication(id), (g) => renderer.group(g)));
+    },
+  }),
+  route({
+    method: 'POST', pattern: '/applications/application/:appid/jwt-secret', operationId: 'rotateApplicationJwtSecret', tag: 'Applications',
+    summary: 'Give an Application a new HS256 secret (answered once, here)',
+    description: 'Tokens signed with the old secret stop verifying. The Application\'s token settings are unchanged: set `tokens.alg` to `HS256` to sign with it.',
+    access: 'manage', audit: 'application.jwt_secret', result: one('application', ref('ApplicationWithSecret')),
+    handler: async (ctx) => {
+      const id = pathId(ctx.params, 'appid');
+      decide.mustApplication(ctx.deps.state, id);
+      guardBase(ctx, id);
+      const plain = newJwtSecret();
+      const sealed = ctx.deps.tokens.sealSecret(plain);
+      const app = await ctx.deps.committer.commit((s, dc) => decide.rotateJwtSecret(s, id, sealed, dc));
+      return { result: keyed('application', ctx.deps.renderer.applicationWithSecret(app, plain)) };
     },
   }),
 ];

@@ -39,6 +39,10 @@ export interface Collection<E extends PagePosition, C, U> {
   usersPageFrom(state: State, id: string, offset: number, limit: number): Page<User>;
   /** Refuses a change that needs more than `manage` (the base Application and its Groups need admin). */
   guard?(ctx: RouteContext<unknown>, change: { readonly id?: string; readonly input?: C }): void;
+  /** Readies a create's or update's input before it is decided (Applications seal their HS256 secret). */
+  prepare?<I extends C | U>(ctx: RouteContext<unknown>, input: I): I;
+  /** The answer to a create or update, when it is more than render() (an HS256 secret the change set). */
+  answer?(ctx: RouteContext<unknown>, input: C | U, before: E | undefined, after: E): string | undefined;
 }
 
 export function collectionRoutes<E extends PagePosition & { readonly id: string }, C, U>(c: Collection<E, C, U>): RouteDecl[] {
@@ -64,8 +68,10 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
       access: 'manage', audit: `${c.kind}.create`, body: c.createBody, result: one(c.kind, schema),
       handler: async (ctx) => {
         c.guard?.(ctx, { input: ctx.body });
-        const entity = await ctx.deps.committer.commit((s, dc) => c.create(s, ctx.body, dc));
-        return { result: keyed(c.kind, c.render(ctx.deps.renderer, entity)), targets: { [c.kind]: entity.id } };
+        const input = c.prepare?.(ctx, ctx.body) ?? ctx.body;
+        const entity = await ctx.deps.committer.commit((s, dc) => c.create(s, input, dc));
+        const answer = c.answer?.(ctx, input, undefined, entity) ?? c.render(ctx.deps.renderer, entity);
+        return { result: keyed(c.kind, answer), targets: { [c.kind]: entity.id } };
       },
     }),
     route({
@@ -80,8 +86,13 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
         const id = pathId(ctx.params, c.param);
         c.must(ctx.deps.state, id);
         c.guard?.(ctx, { id });
-        const entity = await ctx.deps.committer.commit((s, dc) => c.update(s, id, ctx.body, dc));
-        return { result: keyed(c.kind, c.render(ctx.deps.renderer, entity)) };
+        const input = c.prepare?.(ctx, ctx.body) ?? ctx.body;
+        let before: E | undefined;
+        const entity = await ctx.deps.committer.commit((s, dc) => {
+          before = c.must(s, id);
+          return c.update(s, id, input, dc);
+        });
+        return { result: keyed(c.kind, c.answer?.(ctx, input, before, entity) ?? c.render(ctx.deps.renderer, entity)) };
       },
     }),
     route({

@@ -8,6 +8,7 @@ import { authenticateRoutes } from './authenticate.js';
 import { groupRoutes } from './groups.js';
 import { organizationRoutes } from './organizations.js';
 import { serviceRoutes } from './service.js';
+import { tokenRoutes } from './tokens.js';
 import { userRoutes } from './users.js';
 
 /** Rendered on first request: the document describes the whole table, itself included. */
@@ -28,4 +29,5 @@ export const routeTable: readonly RouteDecl[] = [
   ...organizationRoutes,
   ...userRoutes,
   ...apikeyRoutes,
+  ...tokenRoutes,
 ];

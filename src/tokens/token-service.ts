@@ -1,0 +1,228 @@
+// Access tokens: signing one on a successful POST /authenticate, introspecting one, and the JWKS and discovery documents.
+
+import { randomBytes } from 'node:crypto';
+import {
+  decodeJwt, decodeProtectedHeader, importJWK, importPKCS8, jwtVerify, SignJWT, type JWTPayload,
+} from 'jose';
+import { jwtSecretBytesNew, tokenCharsMax, tokenJtiRandomBytes } from '../config/limits.js';
+import type { Application, JsonObject, SigningAlg, SigningKey, TokenAlg, User } from '../domain/entities.js';
+import type { Commits } from '../service/committer.js';
+import { rotateSigningKeys } from '../store/decide.js';
+import type { State } from '../store/state.js';
+import type { Sealer } from './sealer.js';
+import { currentKey, isPublished, newSigningKey, publishedUntil, signingAlgs } from './signing-keys.js';
+
+/** What a successful authentication adds to its answer. */
+export interface Issued {
+  readonly token: string;
+  readonly expiresIn: number;
+}
+
+export type Introspection = { readonly active: false } | ({ readonly active: true; readonly token_type: 'Bearer' } & JWTPayload);
+
+const inactive: Introspection = { active: false };
+const tokenAlgs: readonly TokenAlg[] = ['EdDSA', 'ES256', 'HS256'];
+const jtiTimeBytes = 8;
+
+/** A new HS256 secret, as given to the caller once: 32 random bytes, base64url. */
+export function newJwtSecret(): string {
+  return randomBytes(jwtSecretBytesNew).toString('base64url');
+}
+
+export class TokenService {
+  /** Keys as jose uses them, made once per key: by kid (signing keys) or by sealed value (HS256 secrets). */
+  private readonly privateKeys = new Map<string, Promise<CryptoKey>>();
+  private readonly publicKeys = new Map<string, Promise<CryptoKey>>();
+  private readonly hmacKeys = new Map<string, Uint8Array>();
+  private jwksText: { readonly keys: readonly SigningKey[] | undefined; readonly until: number; readonly text: string } | undefined;
+
+  /** clock: microseconds, the committer's, so a token's issue time orders exactly against a password change's. */
+  constructor(
+    private readonly state: State, private readonly sealer: Sealer, readonly issuer: string, private readonly clock: { now(): number },
+  ) {}
+
+  /** The token a success against app answers, or undefined when the Application's tokens are off. */
+  issue(user: User, app: Application): Promise<Issued> | undefined {
+    const settings = app.tokens;
+    if (settings === undefined || !settings.enabled) return undefined;
+    // After the password it was issued for, whatever another node's clock said when that was set.
+    const micros = Math.max(this.clock.now(), (user.passwordChangedAt ?? 0) + 1);
+    const iat = Math.floor(micros / 1e6);
+    const claims: JWTPayload = {
+      iss: this.issuer, sub: user.id, aud: app.id, iat, exp: iat + settings.ttl, jti: newJti(micros),
+      name: user.name, email: user.email, groups: this.groupNames(user, app.id), org: user.organization,
+    };
+    return this.sign(claims, settings.alg, app).then((token) => ({ token, expiresIn: settings.ttl }));
+  }
+
+  private async sign(claims: JWTPayload, alg: TokenAlg, app: Application): Promise<string> {
+    const jwt = new SignJWT(claims);
+    if (alg === 'HS256') return jwt.setProtectedHeader({ alg, typ: 'JWT' }).sign(this.hmacKey(app));
+    const key = currentKey(this.state.meta?.signingKeys, alg);
+    if (key === undefined) throw new Error(`no current ${alg} signing key`);
+    return jwt.setProtectedHeader({ alg, kid: key.kid, typ: 'JWT' }).sign(await this.privateKey(key));
+  }
+
+  /** Names of the User's ENABLED Groups in the Application: what a client application grants access by. */
+  private groupNames(user: User, appId: string): string[] {
+    const names: string[] = [];
+    for (const id of user.groups) {
+      const group = this.state.group(id);
+      if (group !== undefined && group.application === appId && group.status === 'ENABLED') names.push(group.name);
+    }
+    return names;
+  }
+
+  /**
+   * RFC 7662's answer for a token: active only if its signature, issuer and expiry check out under a key still
+   * published (or its Application's current HS256 secret), and nothing it stood for has changed since: its User
+   * still exists, is not DISABLED, is still in the Application and has not changed password; its Application is
+   * ENABLED. Every other case is `{active: false}`, without saying which.
+   */
+  async introspect(token: string, now = Date.now()): Promise<Introspection> {
+    if (typeof token !== 'string' || token.length > tokenCharsMax) return inactive;
+    let key: CryptoKey | Uint8Array | undefined;
+    let alg: TokenAlg;
+    try {
+      const header = decodeProtectedHeader(token);
+      if (!tokenAlgs.includes(header.alg as TokenAlg)) return inactive;
+      alg = header.alg as TokenAlg;
+      key = alg === 'HS256' ? this.secretOf(decodeJwt(token).aud) : await this.verifyingKey(alg, header.kid, now);
+    } catch {
+      return inactive;
+    }
+    if (key === undefined) return inactive;
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: [alg], issuer: this.issuer, currentDate: new Date(now), requiredClaims: ['sub', 'aud', 'exp', 'iat', 'jti'],
+      }));
+    } catch {
+      return inactive;
+    }
+    return this.stillStands(payload) ? { active: true, token_type: 'Bearer', ...payload } : inactive;
+  }
+
+  private stillStands(payload: JWTPayload): boolean {
+    const { aud, sub } = payload;
+    if (typeof aud !== 'string' || typeof sub !== 'string') return false;
+    const app = this.state.application(aud);
+    const user = this.state.user(sub);
+    if (app === undefined || app.status !== 'ENABLED' || user === undefined || user.status === 'DISABLED') return false;
+    if (!user.applications.includes(app.id)) return false;
+    return (user.passwordChangedAt ?? 0) <= issuedAtMicros(payload);
+  }
+
+  /** The public key a token names, while it is published; undefined for an unknown kid. */
+  private verifyingKey(alg: SigningAlg, kid: string | undefined, now: number): Promise<CryptoKey> | undefined {
+    const key = this.state.meta?.signingKeys?.find((k) => k.kid === kid && k.alg === alg);
+    if (key === undefined || !isPublished(key, now * 1000)) return undefined;
+    let imported = this.publicKeys.get(key.kid);
+    if (imported === undefined) {
+      imported = importJWK({ ...key.publicJwk, alg }, alg) as Promise<CryptoKey>;
+      this.publicKeys.set(key.kid, imported);
+    }
+    return imported;
+  }
+
+  /** The HS256 secret of the Application a token names, if it has one. */
+  private secretOf(aud: unknown): Uint8Array | undefined {
+    const app = typeof aud === 'string' ? this.state.application(aud) : undefined;
+    return app?.jwtSecret === undefined ? undefined : this.hmacKey(app);
+  }
+
+  private hmacKey(app: Application): Uint8Array {
+    const sealed = app.jwtSecret;
+    if (sealed === undefined) throw new Error(`Application ${app.id} has no HS256 secret`);
+    let key = this.hmacKeys.get(sealed);
+    if (key === undefined) {
+      key = new TextEncoder().encode(this.sealer.open(sealed, 'jwt-secret'));
+      // One entry per Application: a rotated secret's entry goes with the next miss.
+      if (this.hmacKeys.size >= this.state.counts().applications + 16) this.hmacKeys.clear();
+      this.hmacKeys.set(sealed, key);
+    }
+    return key;
+  }
+
+  private privateKey(key: SigningKey): Promise<CryptoKey> {
+    let imported = this.privateKeys.get(key.kid);
+    if (imported === undefined) {
+      imported = importPKCS8(this.sealer.open(key.sealedPrivate, 'signing-key'), key.alg);
+      this.privateKeys.set(key.kid, imported);
+    }
+    return imported;
+  }
+
+  /**
+   * Makes new current keys, for every alg or (start-up) only for those without a current key this server key
+   * opens: a first start, an upgrade, or a server key replaced by authctl rotate-key. Answers the keys after.
+   */
+  async rotate(committer: Commits, only: 'all' | 'missing'): Promise<{ readonly keys: readonly SigningKey[]; readonly made: readonly SigningAlg[] }> {
+    const seen = new Map(signingAlgs.map((alg) => [alg, currentKey(this.state.meta?.signingKeys, alg)] as const));
+    const algs = only === 'all' ? signingAlgs : signingAlgs.filter((alg) => { const k = seen.get(alg); return k === undefined || !this.opens(k); });
+    if (algs.length === 0) return { keys: this.state.meta?.signingKeys ?? [], made: [] };
+    const fresh = await Promise.all(algs.map((alg) => newSigningKey(alg, this.sealer, 0)));
+    const expected = only === 'all' ? undefined : new Map(signingAlgs.map((alg) => [alg, seen.get(alg)?.kid] as const));
+    const keys = await committer.commit((state, ctx) => rotateSigningKeys(state, fresh, ctx, expected));
+    return { keys, made: fresh.filter((k) => keys.some((kept) => kept.kid === k.kid)).map((k) => k.alg) };
+  }
+
+  /** An HS256 secret as an Application stores it. */
+  sealSecret(plain: string): string {
+    return this.sealer.seal(plain, 'jwt-secret');
+  }
+
+  /** Whether this key's private half opens under the server key (a start checks before signing with it). */
+  opens(key: SigningKey): boolean {
+    try {
+      this.sealer.open(key.sealedPrivate, 'signing-key');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** GET /.well-known/jwks.json: the keys published now, made again when they change or one stops being published. */
+  jwks(now = Date.now()): string {
+    const keys = this.state.meta?.signingKeys;
+    const micros = now * 1000;
+    const cached = this.jwksText;
+    if (cached !== undefined && cached.keys === keys && micros < cached.until) return cached.text;
+    const published = (keys ?? []).filter((k) => isPublished(k, micros));
+    const until = Math.min(...published.map(publishedUntil));
+    const text = JSON.stringify({ keys: published.map((k) => ({ ...k.publicJwk, kid: k.kid, alg: k.alg, use: 'sig' })) });
+    this.jwksText = { keys, until, text };
+    return text;
+  }
+
+  /** GET /.well-known/openid-configuration: where verifiers find the issuer and its keys. */
+  discovery(): JsonObject {
+    return {
+      issuer: this.issuer,
+      jwks_uri: `${this.issuer}/.well-known/jwks.json`,
+      introspection_endpoint: `${this.issuer}/tokens/introspect`,
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: [...tokenAlgs],
+      token_endpoint_auth_signing_alg_values_supported: [...signingAlgs],
+      claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'name', 'email', 'groups', 'org'],
+    };
+  }
+}
+
+/** 8 bytes of the issue time in microseconds, then random bytes: unique, and exact for introspection's password check. */
+function newJti(micros: number): string {
+  const bytes = randomBytes(jtiTimeBytes + tokenJtiRandomBytes);
+  bytes.writeBigUInt64BE(BigInt(micros), 0);
+  return bytes.toString('base64url');
+}
+
+/** When the token was issued, in microseconds: from its jti, else (not one of ours) the end of its iat second. */
+function issuedAtMicros(payload: JWTPayload): number {
+  const { jti, iat = 0 } = payload;
+  if (typeof jti === 'string') {
+    const bytes = Buffer.from(jti, 'base64url');
+    if (bytes.length === jtiTimeBytes + tokenJtiRandomBytes) return Number(bytes.readBigUInt64BE(0));
+  }
+  return (iat + 1) * 1_000_000 - 1;
+}
