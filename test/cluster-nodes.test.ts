@@ -98,6 +98,32 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
     }
   });
 
+  test('access tokens: the nodes publish one set of keys; a token one node issues is active on the other, and a rotation reaches both', async () => {
+    const { nodes } = await twoNodes(nats, { PUBLIC_URL: 'https://auth.cluster.test' });
+    try {
+      const jwksOf = async (i: number): Promise<{ keys: { kid: string }[] }> => (await nodes.api(i).get('/.well-known/jwks.json', { credentials: null })).json as { keys: { kid: string }[] };
+      const keys = await jwksOf(0);
+      assert.equal(keys.keys.length, 2);
+      assert.deepEqual(await jwksOf(1), keys, 'the second node found the first node\'s keys');
+      const created = await nodes.api(0).post('/applications/application', { name: 'cluster-tokens', tokens: { enabled: true } });
+      assert.equal(created.status, 200, created.text);
+      const appId = (created.json as { service: { result: { application: { id: string } } } }).service.result.application.id;
+      assert.equal((await nodes.api(0).post('/users/user', userBody('tokens@example.com', appId))).status, 200);
+      let token: string | undefined;
+      await until(async () => {
+        const res = await nodes.api(1).post('/authenticate', { type: 'username', application: appId, credential: { username: 'tokens@example.com', password: defaultUserPassword } });
+        token = (res.json as { service?: { result?: { access_token?: string } } }).service?.result?.access_token;
+        return token !== undefined;
+      }, 5_000, 'a token from node 1 for a User made on node 0');
+      const active = await nodes.api(0).post('/tokens/introspect', { token });
+      assert.match(active.text, /"active":true/);
+      assert.equal((await nodes.api(0).post('/admin/signing-keys/rotate')).status, 200);
+      await until(async () => (await jwksOf(1)).keys.length === 4, 5_000, 'the rotation on node 0 seen by node 1');
+    } finally {
+      await nodes.dispose();
+    }
+  });
+
   test('the same email created on two nodes at the same time: exactly one succeeds, the other gets 409', async () => {
     const { nodes, app } = await twoNodes(nats);
     try {

@@ -2,7 +2,7 @@
 
 import type { SigningKey } from '../../domain/entities.js';
 import { formatTimestamp } from '../../domain/time.js';
-import { publishedUntil } from '../../tokens/signing-keys.js';
+import { isPublished, publishedUntil } from '../../tokens/signing-keys.js';
 import { tokenIntrospect } from '../bodies.js';
 import { listOf, obj, ref, str } from '../openapi.js';
 import { route, type RouteDecl } from '../route.js';
@@ -46,7 +46,11 @@ export const tokenRoutes: readonly RouteDecl[] = [
     method: 'GET', pattern: '/admin/signing-keys', operationId: 'listSigningKeys', tag: 'Admin',
     summary: 'The signing keys: the current one of each algorithm, and retired ones still published',
     access: 'admin', audit: 'none', result: listOf('signing_keys', ref('SigningKey')),
-    handler: ({ deps }) => ({ result: JSON.stringify({ signing_keys: (deps.state.meta?.signingKeys ?? []).map(signingKeyJson) }) }),
+    handler: ({ deps }) => {
+      // A retired key past its time is only kept until the next rotation drops it: not listed.
+      const now = Date.now() * 1000;
+      return { result: JSON.stringify({ signing_keys: (deps.state.meta?.signingKeys ?? []).filter((k) => isPublished(k, now)).map(signingKeyJson) }) };
+    },
   }),
   route({
     method: 'POST', pattern: '/admin/signing-keys/rotate', operationId: 'rotateSigningKeys', tag: 'Admin',
