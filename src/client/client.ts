@@ -1,14 +1,19 @@
-// The typed HTTP client of the service: one method per endpoint, the envelope unwrapped, error envelopes thrown as AuthError.
+// The typed HTTP client of the service: one method per endpoint, the envelope unwrapped, error envelopes thrown as AuthError, access tokens verified locally.
 
+import type { JWTVerifyGetKey, JWTVerifyOptions } from 'jose';
 import type { ErrorCode } from '../domain/errors.js';
 import type {
-  ApiKey, ApiKeyWithSecret, ApikeyCreate, ApikeyUpdate, Application, ApplicationCreate, ApplicationUpdate,
-  AuthenticateInput, AuthenticateResult, Group, GroupCreate, GroupUpdate, Organization, OrganizationCreate,
-  ListOptions, OrganizationUpdate, Page, PageRequest, SnapshotResult, User, UserCreate, UserListed, UserListedMinimal, UserMinimal, UserUpdate,
+  AccessTokenClaims, ApiKey, ApiKeyWithSecret, ApikeyCreate, ApikeyUpdate, Application, ApplicationCreate, ApplicationUpdate,
+  ApplicationWithSecret, ApplicationWritten, AuthenticateInput, AuthenticateResult, Group, GroupCreate, GroupUpdate, Organization,
+  OrganizationCreate, ListOptions, OrganizationUpdate, Page, PageRequest, SigningKey, SnapshotResult, TokenIntrospection, User,
+  UserCreate, UserListed, UserListedMinimal, UserMinimal, UserUpdate,
 } from './types.js';
 
-/** A code of the service's catalog, or one of the client's own: the server could not be reached, or did not answer as the service does. */
-export type AuthErrorCode = ErrorCode | 'unreachable' | 'invalid_response';
+/**
+ * A code of the service's catalog, or one of the client's own: the server could not be reached, did not answer as the
+ * service does, or (verifyAccessToken) the access token is not one to accept.
+ */
+export type AuthErrorCode = ErrorCode | 'unreachable' | 'invalid_response' | 'invalid_token';
 
 /** An error answer of the service (or a failure to get one), with the HTTP status (0 when unreachable) and the stable code. */
 export class AuthError extends Error {
@@ -66,9 +71,50 @@ export interface ClientOptions {
   readonly timeoutMs?: number;
   /** Sees every response (a test keeps a transcript of them). */
   readonly onResponse?: (res: RawResponse) => void;
+  /** The Application id verifyAccessToken expects as `aud` when a call names none. */
+  readonly tokenAudience?: string;
+  /**
+   * After fetching the JWKS, how long a token with a `kid` not in it is refused without fetching again, so that a
+   * flood of made-up kids costs the service at most one fetch per period; default 30 s.
+   */
+  readonly jwksCooldownMs?: number;
 }
 
 const defaultTimeoutMs = 30_000;
+const defaultJwksCooldownMs = 30_000;
+/** Clock difference between this host and the service's that verifyAccessToken forgives on exp, iat and nbf. */
+const defaultClockToleranceS = 5;
+/** Verification by the service's published keys; HS256 only with an Application's secret, so a public key can never pass as an HMAC secret. */
+const publishedKeyAlgs: NonNullable<JWTVerifyOptions['algorithms']> = ['EdDSA', 'ES256'];
+const secretAlgs: NonNullable<JWTVerifyOptions['algorithms']> = ['HS256'];
+/** Claims a token of the service always has; jose checks exp only when present, so it is required here. */
+const requiredClaims = ['sub', 'iat', 'exp'];
+const jwksPath = '/.well-known/jwks.json';
+const discoveryPath = '/.well-known/openid-configuration';
+
+export interface VerifyAccessTokenOptions {
+  /** The Application id the token must be for (`aud`); default the client's `tokenAudience`. One of them is required. */
+  readonly audience?: string;
+  /** The `iss` to expect; default the `issuer` of the service's /.well-known/openid-configuration, read once. */
+  readonly issuer?: string;
+  /** Seconds of clock difference forgiven on `exp`, `iat` and `nbf`; default 5. */
+  readonly clockToleranceS?: number;
+  /** The Application's jwt_secret: accepts HS256 tokens signed with it, and then only those. */
+  readonly secret?: string;
+}
+
+/** What verifyAccessToken keeps between calls; shared by the clients as() makes, since none of it depends on credentials. */
+interface TokenVerifierState {
+  issuer: Promise<string> | undefined;
+  jwks: JWTVerifyGetKey | undefined;
+}
+
+/** jose is loaded on the first verification only: the CLI and clients that never verify a token do not pay its load time. */
+let joseLoading: Promise<typeof import('jose')> | undefined;
+function loadJose(): Promise<typeof import('jose')> {
+  joseLoading ??= import('jose');
+  return joseLoading;
+}
 
 /** A listing: whole without arguments, one page with a PageRequest. */
 export interface Listing<T> {
@@ -94,6 +140,7 @@ const seg = encodeURIComponent;
 export class AuthClient {
   readonly baseUrl: string;
   private readonly options: ClientOptions;
+  private tokenVerifier: TokenVerifierState = { issuer: undefined, jwks: undefined };
 
   constructor(options: ClientOptions) {
     this.options = options;
@@ -102,7 +149,9 @@ export class AuthClient {
 
   /** The same client with other credentials (null: none). */
   as(credentials: Credentials | null): AuthClient {
-    return new AuthClient({ ...this.options, credentials });
+    const other = new AuthClient({ ...this.options, credentials });
+    other.tokenVerifier = this.tokenVerifier;
+    return other;
   }
 
   /** One HTTP request, answered whatever its status: for what the typed methods do not cover. */
@@ -214,6 +263,75 @@ export class AuthClient {
     return this.call('POST', '/authenticate', { json: input });
   }
 
+  /** Asks the service whether a token is still good: unlike verifyAccessToken, this sees a User disabled or changed since it was issued. */
+  introspectToken(token: string): Promise<TokenIntrospection> {
+    return this.call('POST', '/tokens/introspect', { json: { token } });
+  }
+
+  /**
+   * Checks an access token here, without asking the service: signature by a key of the service's JWKS (EdDSA or
+   * ES256; fetched once, fetched again for an unknown kid, at most once per jwksCooldownMs), or by `secret` (HS256
+   * only); `iss`, `aud` and `exp`. Answers its claims, or throws AuthError 401 `invalid_token` with jose's reason as
+   * `cause`; AuthError `unreachable` or `invalid_response` when the JWKS or openid-configuration cannot be read. A
+   * token stays good here until it expires, even if its User is disabled meanwhile: introspectToken sees that.
+   */
+  async verifyAccessToken(token: string, options: VerifyAccessTokenOptions = {}): Promise<AccessTokenClaims> {
+    const audience = options.audience ?? this.options.tokenAudience;
+    if (audience === undefined || audience === '') {
+      throw new TypeError('verifyAccessToken needs an audience: the Application id, as its audience option or the client\'s tokenAudience');
+    }
+    if (options.secret === '') throw new TypeError('verifyAccessToken: an empty secret');
+    const clockToleranceS = options.clockToleranceS ?? defaultClockToleranceS;
+    if (!Number.isFinite(clockToleranceS) || clockToleranceS < 0) throw new TypeError('verifyAccessToken: clockToleranceS must be a finite number >= 0');
+    const jose = await loadJose();
+    const issuer = options.issuer ?? await this.tokenIssuer();
+    const common: JWTVerifyOptions = { issuer, audience, clockTolerance: clockToleranceS, requiredClaims };
+    try {
+      const { payload } = options.secret === undefined
+        ? await jose.jwtVerify(token, this.publishedKeys(jose), { ...common, algorithms: publishedKeyAlgs })
+        : await jose.jwtVerify(token, new TextEncoder().encode(options.secret), { ...common, algorithms: secretAlgs });
+      return payload as unknown as AccessTokenClaims;
+    } catch (err) {
+      if (err instanceof jose.errors.JOSEError) throw new AuthError(401, 'invalid_token', 'the access token is not valid', undefined, undefined, { cause: err });
+      throw err;
+    }
+  }
+
+  /** The issuer of the service's openid-configuration, read once; a failed read is not kept, so the next call tries again. */
+  private tokenIssuer(): Promise<string> {
+    const state = this.tokenVerifier;
+    state.issuer ??= (async () => {
+      const res = await this.send('GET', discoveryPath, { credentials: null });
+      const issuer = isObject(res.json) ? res.json['issuer'] : undefined;
+      if (res.status !== 200 || typeof issuer !== 'string' || issuer === '') {
+        throw new AuthError(res.status, 'invalid_response', `GET ${discoveryPath}: not the service's discovery document (HTTP ${res.status})`);
+      }
+      return issuer;
+    })().catch((err: unknown) => {
+      state.issuer = undefined;
+      throw err;
+    });
+    return state.issuer;
+  }
+
+  /** jose's remote key set over this client's requests: cached, fetched again for an unknown kid once the cooldown has passed. */
+  private publishedKeys(jose: typeof import('jose')): JWTVerifyGetKey {
+    this.tokenVerifier.jwks ??= jose.createRemoteJWKSet(new URL(this.baseUrl + jwksPath), {
+      cooldownDuration: this.options.jwksCooldownMs ?? defaultJwksCooldownMs,
+      // Through send(), so that onResponse sees the fetch and a failure is the client's own AuthError, not a token's.
+      [jose.customFetch]: () => this.fetchJwks(),
+    });
+    return this.tokenVerifier.jwks;
+  }
+
+  private async fetchJwks(): Promise<Response> {
+    const res = await this.send('GET', jwksPath, { credentials: null });
+    if (res.status !== 200 || !isObject(res.json) || !Array.isArray(res.json['keys'])) {
+      throw new AuthError(res.status, 'invalid_response', `GET ${jwksPath}: not a JSON Web Key Set (HTTP ${res.status})`);
+    }
+    return new Response(res.text, { status: 200, headers: { 'Content-Type': 'application/json' } });
+  }
+
   /** The OpenAPI 3.1 document (served without credentials). */
   async openapi(): Promise<Record<string, unknown>> {
     const res = await this.send('GET', '/openapi.json', { credentials: null });
@@ -232,13 +350,17 @@ export class AuthClient {
 
   readonly admin = {
     snapshot: (): Promise<SnapshotResult> => this.one('snapshot', 'POST', '/admin/snapshot'),
+    /** A new current signing key; the old one stays published until the last token it signed has expired. */
+    rotateSigningKeys: (): Promise<SigningKey[]> => this.one('signing_keys', 'POST', '/admin/signing-keys/rotate'),
   };
 
   readonly applications = {
     list: this.listing<Application>('applications', () => '/applications'),
-    create: (input: ApplicationCreate): Promise<Application> => this.one('application', 'POST', '/applications/application', input),
+    create: (input: ApplicationCreate): Promise<ApplicationWritten> => this.one('application', 'POST', '/applications/application', input),
     get: (id: string): Promise<Application> => this.one('application', 'GET', `/applications/application/${seg(id)}`),
-    update: (id: string, input: ApplicationUpdate): Promise<Application> => this.one('application', 'PUT', `/applications/application/${seg(id)}`, input),
+    update: (id: string, input: ApplicationUpdate): Promise<ApplicationWritten> => this.one('application', 'PUT', `/applications/application/${seg(id)}`, input),
+    /** A new generated HS256 secret, answered this once; tokens signed with the old one no longer verify. */
+    rotateJwtSecret: (id: string): Promise<ApplicationWithSecret> => this.one('application', 'POST', `/applications/application/${seg(id)}/jwt-secret`),
     delete: (id: string): Promise<true> => this.remove(`/applications/application/${seg(id)}`),
     users: (id: string): UserListing<UserListed, UserListedMinimal> => this.userListing('users', () => `/applications/application/${seg(id)}/users`),
     groups: (id: string): Listing<Group> => this.listing('groups', () => `/applications/application/${seg(id)}/groups`),

@@ -6,8 +6,20 @@ export type UserStatus = 'UNVERIFIED' | 'ENABLED' | 'DISABLED';
 
 export interface Application {
   id: string; name: string; description: string; custom_data: CustomData | null; status: Status;
-  href: string; created_at: string; modified_at: string;
+  tokens: TokenSettings; href: string; created_at: string; modified_at: string;
 }
+
+/** How access tokens are signed: Ed25519 or P-256 under the service's published keys, or HS256 under the Application's jwt_secret. */
+export type TokenAlg = 'EdDSA' | 'ES256' | 'HS256';
+
+/** Whether a successful POST /authenticate on the Application also answers an access token, for how many seconds, signed how. */
+export interface TokenSettings { enabled: boolean; ttl: number; alg: TokenAlg }
+
+/** A create or update that set or generated the HS256 secret answers it, that once; no GET ever shows it. */
+export interface ApplicationWritten extends Application { jwt_secret?: string }
+
+/** The answer of a jwt_secret rotation: the new secret, shown this once. */
+export interface ApplicationWithSecret extends Application { jwt_secret: string }
 
 export interface Group {
   id: string; name: string; description: string; custom_data: CustomData; status: Status; application: string;
@@ -65,8 +77,13 @@ export interface UserAuthenticated extends UserBase {
   apikeys: { id: string; name: string; status: Status }[];
 }
 
-export interface ApplicationCreate { name: string; description?: string; custom_data?: CustomData | null }
-export interface ApplicationUpdate { name?: string; description?: string; custom_data?: CustomData | null; status?: Status }
+/** `tokens` sets any of its fields; `jwt_secret` (32..512 characters) is the HS256 secret, when given rather than generated. */
+export interface ApplicationCreate {
+  name: string; description?: string; custom_data?: CustomData | null; tokens?: Partial<TokenSettings>; jwt_secret?: string;
+}
+export interface ApplicationUpdate {
+  name?: string; description?: string; custom_data?: CustomData | null; status?: Status; tokens?: Partial<TokenSettings>; jwt_secret?: string;
+}
 
 export interface GroupCreate { name: string; application: string; description?: string; custom_data?: CustomData }
 export interface GroupUpdate { name?: string; description?: string; custom_data?: CustomData; status?: Status }
@@ -99,7 +116,41 @@ export interface AuthenticateInput {
   ip_address?: string;
 }
 
-export interface AuthenticateResult { authenticated: boolean; user?: UserAuthenticated }
+/** The three token fields come with a success on an Application whose tokens are enabled. */
+export interface AuthenticateResult {
+  authenticated: boolean; user?: UserAuthenticated;
+  /** A compact JWS whose claims are AccessTokenClaims; check it with AuthClient.verifyAccessToken or POST /tokens/introspect. */
+  access_token?: string; token_type?: 'Bearer';
+  /** Seconds: the Application's tokens.ttl. */
+  expires_in?: number;
+}
+
+/** What an access token says. Nothing in it is secret. */
+export interface AccessTokenClaims {
+  /** The service's public URL, as its openid-configuration names it. */
+  iss: string;
+  /** The User's id. */
+  sub: string;
+  /** The Application's id. */
+  aud: string;
+  /** Seconds since the epoch. */
+  iat: number; exp: number;
+  jti: string; name: string; email: string;
+  /** Names of the User's Groups in that Application. */
+  groups: string[];
+  /** The User's Organization's id. */
+  org: string;
+}
+
+/** POST /tokens/introspect (RFC 7662): inactive says nothing of why. */
+export type TokenIntrospection = { active: false } | ({ active: true; token_type: 'Bearer' } & AccessTokenClaims);
+
+/** A key the service signs EdDSA or ES256 tokens with: the current one, and retired ones still published until their last token has expired. */
+export interface SigningKey {
+  kid: string; alg: 'EdDSA' | 'ES256'; status: 'current' | 'retired'; created_at: string;
+  /** Until when a retired key stays in the JWKS; "" for the current key. */
+  published_until: string;
+}
 
 export interface SnapshotResult {
   taken: boolean; reason?: string;
