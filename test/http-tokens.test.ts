@@ -129,6 +129,8 @@ describe('POST /authenticate with tokens', () => {
     const jtis = new Set<string>();
     for (let i = 0; i < 4; i++) jtis.add(decodeJwt((await login(app.id, email)).access_token!).jti!);
     assert.equal(jtis.size, 4);
+    const metrics = (await api.get('/metrics')).text;
+    assert.match(metrics, /^authd_tokens_issued_total\{alg="EdDSA"\} [1-9]\d*$/m);
     const wrong = await api.post('/authenticate', { type: 'username', application: app.id, credential: { username: email, password: 'wrong-password-1' } });
     assert.equal(wrong.status, 200);
     assert.match(wrong.text, /^\{"service":\{"result":\{"authenticated":false\},"elapsed":/);

@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -80,6 +80,8 @@ test('the packed client type-checks in a strict project and answers against a li
   mkdirSync(installed, { recursive: true });
   await run('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
   assert.ok(readdirSync(join(installed, 'dist', 'src', 'client')).includes('index.d.ts'));
+  // The client's one dependency (verifyAccessToken), as npm would install it beside the package.
+  cpSync(dirname(repoRequire.resolve('jose/package.json')), join(project, 'node_modules', 'jose'), { recursive: true });
 
   // erasableSyntaxOnly came with TypeScript 5.8; with an older compiler the other settings still apply.
   const [major = 0, minor = 0] = typescriptVersion.split('.').map(Number);
@@ -109,14 +111,14 @@ test('the packed client type-checks in a strict project and answers against a li
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', AUTHD_URL: server.baseUrl, AUTHD_USER: adminEmail, AUTHD_PASSWORD: adminPassword },
     });
     const answer = JSON.parse(stdout) as Record<string, unknown>;
-    assert.deepEqual(answer, { health: 'ok', authenticated: true, email: adminEmail, refused: [400, 'invalid_id'] });
+    assert.deepEqual(answer, { health: 'ok', authenticated: true, email: adminEmail, refused: [400, 'invalid_id'], tokenFor: adminEmail });
   } finally {
     await server.dispose();
   }
 });
 
 /** What a user of the client writes: every value typed through the package's declarations. */
-const scratchProgram = `import { AuthClient, AuthError, type AuthenticateResult, type ClientOptions, type UserAuthenticated, type UserMinimal } from 'authd';
+const scratchProgram = `import { AuthClient, AuthError, type AccessTokenClaims, type AuthenticateResult, type ClientOptions, type UserAuthenticated, type UserMinimal } from 'authd';
 
 const baseUrl = process.env['AUTHD_URL'];
 const username = process.env['AUTHD_USER'];
@@ -141,5 +143,10 @@ try {
   if (!(err instanceof AuthError)) throw err;
   refused = [err.status, err.code];
 }
-process.stdout.write(JSON.stringify({ health: health.status, authenticated: result.authenticated, email: user?.email, refused }));
+// Access tokens: turned on for the base Application, then verified here against the service's JWKS.
+await client.applications.update(base.id, { tokens: { enabled: true } });
+const withToken: AuthenticateResult = await client.authenticate({ type: 'username', application: base.id, credential: { username, password } });
+if (withToken.access_token === undefined) throw new Error('no access_token');
+const claims: AccessTokenClaims = await client.verifyAccessToken(withToken.access_token, { audience: base.id });
+process.stdout.write(JSON.stringify({ health: health.status, authenticated: result.authenticated, email: user?.email, refused, tokenFor: claims.email }));
 `;

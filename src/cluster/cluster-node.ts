@@ -145,9 +145,10 @@ export class ClusterNode {
   }
 
   async #start(): Promise<void> {
-    this.#startSeq = await this.log.lastSeq();
+    // Retried as the stream's opening is: a JetStream request may time out during an election or under load.
+    this.#startSeq = await whileUnavailable(() => this.log.lastSeq(), clusterStartWaitMs);
     let sinceSnapshot = 0;
-    this.#follower = await this.log.follow(this.state.lastSeq + 1, (seq, data) => {
+    this.#follower = await whileUnavailable(() => this.log.follow(this.state.lastSeq + 1, (seq, data) => {
       if (this.#closed) return;
       try {
         // Counted in ops, not messages: one message of `authctl cluster init` holds thousands of Users.
@@ -162,7 +163,7 @@ export class ClusterNode {
         sinceSnapshot = 0;
         this.snapshot().catch(() => undefined);
       }
-    });
+    }), clusterStartWaitMs);
     this.#armTimer();
     this.#watch();
     // Answers `authctl cluster status` (src/cluster/node-status.ts).

@@ -65,7 +65,7 @@ export const settings = {
   PORT: { default: '8080', help: 'TCP port to listen on (0 picks a free one).' },
   HOST: { default: '0.0.0.0', help: 'Address to listen on.' },
   DATA_DIR: { default: './data', help: 'Directory of the write-ahead log and snapshots.' },
-  PUBLIC_URL: { default: 'http://HOST:PORT', help: 'Base of every href in responses.' },
+  PUBLIC_URL: { default: 'http://HOST:PORT', help: 'Base of every href in responses, and the access tokens\' issuer.' },
   ADMIN_EMAIL: { default: 'admin@example.com', help: 'First admin User, created on first start only.' },
   ADMIN_PASSWORD: { default: '(generated, logged once)', help: 'Password of the first admin User, first start only.' },
   FSYNC: { default: 'always', help: 'always: reply after fdatasync; interval: fdatasync every 1 s (up to 1 s of acknowledged writes can be lost on power failure); off: leave it to the OS.' },

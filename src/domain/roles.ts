@@ -5,7 +5,8 @@ export type Role = (typeof roleNames)[number];
 
 /**
  * What a route asks of its caller. `admin`: base-Application Users, roles and operator routes; `manage`:
- * every other change; `read`: every GET (never a secret) and /metrics; `authenticate`: POST /authenticate.
+ * every other change; `read`: every GET (never a secret) and /metrics; `authenticate`: POST /authenticate and
+ * POST /tokens/introspect.
  */
 export type Capability = 'admin' | 'manage' | 'read' | 'authenticate';
 

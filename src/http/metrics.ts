@@ -6,6 +6,7 @@
 
 import type { VerifyCacheCounts } from '../auth/verify-cache.js';
 import { eventLoopDelaySampleMs } from '../config/limits.js';
+import type { TokenAlg } from '../domain/entities.js';
 import type { PersistenceStats } from '../persist/persistence.js';
 import { Histogram } from './histogram.js';
 import { routeKey } from './router.js';
@@ -57,6 +58,8 @@ export class Metrics {
   private readonly unmatched = new RouteStats('', unmatchedLabel);
   private readonly authentications = { username: { success: 0, failure: 0 }, apikey: { success: 0, failure: 0 } };
   private readonly callers = { success: 0, failure: 0 };
+  private readonly tokensIssued: Record<TokenAlg, number> = { EdDSA: 0, ES256: 0, HS256: 0 };
+  private readonly introspections = { active: 0, inactive: 0 };
   private readonly startedAtMs = Date.now();
 
   constructor(private readonly sources: MetricsSources) {}
@@ -79,6 +82,16 @@ export class Metrics {
   /** The answer of one POST /authenticate. */
   authenticated(kind: CredentialKind, ok: boolean): void {
     this.authentications[kind][ok ? 'success' : 'failure']++;
+  }
+
+  /** An access token answered by POST /authenticate. */
+  tokenIssued(alg: TokenAlg): void {
+    this.tokensIssued[alg]++;
+  }
+
+  /** The answer of one POST /tokens/introspect. */
+  tokenIntrospected(active: boolean): void {
+    this.introspections[active ? 'active' : 'inactive']++;
   }
 
   /** The Basic credentials of one call to the admin API. */
@@ -108,6 +121,10 @@ export class Metrics {
         out.push(`authd_authentications_total{type="${kind}",result="${result}"} ${this.authentications[kind][result]}`);
       }
     }
+    family('authd_tokens_issued_total', 'counter', 'Access tokens answered by POST /authenticate, by signing algorithm.');
+    for (const alg of ['EdDSA', 'ES256', 'HS256'] as const) out.push(`authd_tokens_issued_total{alg="${alg}"} ${this.tokensIssued[alg]}`);
+    family('authd_token_introspections_total', 'counter', 'POST /tokens/introspect answers, by result.');
+    for (const result of ['active', 'inactive'] as const) out.push(`authd_token_introspections_total{result="${result}"} ${this.introspections[result]}`);
     family('authd_caller_authentications_total', 'counter', 'Basic credentials checked for calls to the admin API, by result.');
     for (const result of ['success', 'failure'] as const) out.push(`authd_caller_authentications_total{result="${result}"} ${this.callers[result]}`);
 

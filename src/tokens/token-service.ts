@@ -16,6 +16,7 @@ import { currentKey, isPublished, newSigningKey, publishedUntil, signingAlgs } f
 export interface Issued {
   readonly token: string;
   readonly expiresIn: number;
+  readonly alg: TokenAlg;
 }
 
 export type Introspection = { readonly active: false } | ({ readonly active: true; readonly token_type: 'Bearer' } & JWTPayload);
@@ -52,7 +53,7 @@ export class TokenService {
       iss: this.issuer, sub: user.id, aud: app.id, iat, exp: iat + settings.ttl, jti: newJti(micros),
       name: user.name, email: user.email, groups: this.groupNames(user, app.id), org: user.organization,
     };
-    return this.sign(claims, settings.alg, app).then((token) => ({ token, expiresIn: settings.ttl }));
+    return this.sign(claims, settings.alg, app).then((token) => ({ token, expiresIn: settings.ttl, alg: settings.alg }));
   }
 
   private async sign(claims: JWTPayload, alg: TokenAlg, app: Application): Promise<string> {

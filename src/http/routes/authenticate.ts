@@ -15,7 +15,10 @@ function succeeded(deps: RouteDeps, user: User, app: Application | undefined, ty
   const rendered = deps.renderer.userAuthenticatedKept(user);
   const issued = app === undefined ? undefined : deps.tokens.issue(user, app);
   if (issued === undefined) return { result: ['{"authenticated":true,"user":', rendered, '}'] };
-  return issued.then((token) => ({ result: ['{"authenticated":true,"user":', rendered, tokenFields(token)] }));
+  return issued.then((token) => {
+    deps.metrics.tokenIssued(token.alg);
+    return { result: ['{"authenticated":true,"user":', rendered, tokenFields(token)] };
+  });
 }
 
 function tokenFields({ token, expiresIn }: Issued): string {

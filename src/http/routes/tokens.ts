@@ -39,13 +39,17 @@ export const tokenRoutes: readonly RouteDecl[] = [
     summary: 'Whether an access token is active (RFC 7662), and its claims if it is',
     description: 'Inactive once expired, or once its User was disabled, deleted, removed from the Application or changed password, ' +
       'or its Application was disabled, or its signing key or HS256 secret is gone. An inactive token answers only `{"active": false}`.',
-    access: 'authenticate', audit: 'none', body: tokenIntrospect, result: ref('Introspection'),
-    handler: async ({ body, deps }) => ({ result: JSON.stringify(await deps.tokens.introspect(body.token!)) }),
+    access: 'authenticate', audit: 'token.introspect', body: tokenIntrospect, result: ref('Introspection'),
+    handler: async ({ body, deps }) => {
+      const answer = await deps.tokens.introspect(body.token!);
+      deps.metrics.tokenIntrospected(answer.active);
+      return { result: JSON.stringify(answer) };
+    },
   }),
   route({
     method: 'GET', pattern: '/admin/signing-keys', operationId: 'listSigningKeys', tag: 'Admin',
     summary: 'The signing keys: the current one of each algorithm, and retired ones still published',
-    access: 'admin', audit: 'none', result: listOf('signing_keys', ref('SigningKey')),
+    access: 'read', audit: 'none', result: listOf('signing_keys', ref('SigningKey')),
     handler: ({ deps }) => {
       // A retired key past its time is only kept until the next rotation drops it: not listed.
       const now = Date.now() * 1000;
@@ -56,7 +60,7 @@ export const tokenRoutes: readonly RouteDecl[] = [
     method: 'POST', pattern: '/admin/signing-keys/rotate', operationId: 'rotateSigningKeys', tag: 'Admin',
     summary: 'Make new current signing keys (EdDSA and ES256)',
     description: 'New tokens are signed with the new keys; the old ones stay published until every token they signed has expired.',
-    access: 'admin', audit: 'signing_keys.rotate', result: listOf('signing_keys', ref('SigningKey')),
+    access: 'admin', audit: 'token.rotate_keys', result: listOf('signing_keys', ref('SigningKey')),
     handler: async ({ deps }) => {
       const { keys } = await deps.tokens.rotate(deps.committer, 'all');
       return { result: JSON.stringify({ signing_keys: keys.map(signingKeyJson) }) };
