@@ -101,6 +101,10 @@ async function ensureSigningKeys(tokens: TokenService, committer: Commits, logge
   try {
     const { made } = await tokens.rotate(committer, 'missing');
     if (made.length > 0) logger.info({ algs: made }, 'made new signing keys for access tokens');
+    const unopened = tokens.unopenedSecrets();
+    if (unopened.length > 0) {
+      logger.warn({ count: unopened.length, applicationIds: unopened.slice(0, 10) }, 'HS256 secrets sealed under another server key: their tokens fail until each gets a new one (POST /applications/application/{appid}/jwt-secret)');
+    }
   } catch (err) {
     logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not make signing keys; EdDSA and ES256 tokens fail until a restart or POST /admin/signing-keys/rotate');
   }

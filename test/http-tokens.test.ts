@@ -10,6 +10,7 @@ import {
   baseApplicationId, createApplication, createGroup, createUser, defaultUserPassword, getApplication, unique,
 } from './helpers/http-fixtures.js';
 import { fails, failsOnField, ok, okKey, type ApplicationJson } from './helpers/http-shapes.js';
+import { authctl } from './helpers/authctl.js';
 import { newServerDirs, startServer, type Api, type ServerProcess } from './helpers/server.js';
 
 type TokenApp = ApplicationJson & { tokens: { enabled: boolean; ttl: number; alg: string }; jwt_secret?: string };
@@ -337,6 +338,43 @@ describe('signing key rotation', () => {
       await restored?.dispose();
       await restarted?.dispose();
       await own.dispose();
+    }
+  });
+});
+
+describe('a replaced server key (authctl rotate-key)', () => {
+  test('new signing keys at start, the old ones still published; an HS256 Application is named and works again once its secret is rotated', async () => {
+    const env = { PUBLIC_URL: 'https://auth.example.test' };
+    const first = await startServer({ env });
+    let second: ServerProcess | undefined;
+    try {
+      const a = first.api();
+      const ed = await createApplication(a, { tokens: { enabled: true } });
+      const hs = okKey<TokenApp>(await a.post('/applications/application', { name: unique('hs'), tokens: { enabled: true, alg: 'HS256' } }), 'application');
+      const user = await createUser(a, [ed.id, hs.id]);
+      const loginTo = async (as: Api, appId: string) => as.post('/authenticate', { type: 'username', application: appId, credential: { username: user.email, password: defaultUserPassword } });
+      const old = ok<TokenAnswer>(await loginTo(a, ed.id)).access_token!;
+      await first.stop();
+      const rotated = await authctl(['rotate-key', '--data-dir', first.dirs.dataDir, '--key-file', first.dirs.keyFile]);
+      assert.equal(rotated.code, 0, rotated.stderr);
+
+      second = await first.restart();
+      const b = second.api();
+      const warning = second.logLines().find((l) => typeof l['msg'] === 'string' && (l['msg'] as string).startsWith('HS256 secrets sealed under another server key'));
+      assert.deepEqual(warning?.['applicationIds'], [hs.id], 'the start names the HS256 Application');
+      const fresh = ok<TokenAnswer>(await loginTo(b, ed.id)).access_token!;
+      assert.notEqual(decodeProtectedHeader(fresh).kid, decodeProtectedHeader(old).kid, 'signed with a key made at this start');
+      const set = (await b.get('/.well-known/jwks.json', { credentials: null })).json as JSONWebKeySet;
+      assert.equal(set.keys.length, 4, 'the old public keys stay published');
+      for (const token of [old, fresh]) assert.equal(ok<{ active: boolean }>(await b.post('/tokens/introspect', { token })).active, true);
+
+      fails(await loginTo(b, hs.id), 500, 'internal');
+      const secret = okKey<TokenApp>(await b.post(`/applications/application/${hs.id}/jwt-secret`), 'application').jwt_secret!;
+      const token = ok<TokenAnswer>(await loginTo(b, hs.id)).access_token!;
+      await jwtVerify(token, new TextEncoder().encode(secret), { algorithms: ['HS256'], audience: hs.id });
+    } finally {
+      await second?.dispose();
+      await first.dispose();
     }
   });
 });

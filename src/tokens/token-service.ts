@@ -137,7 +137,13 @@ export class TokenService {
     if (sealed === undefined) throw new Error(`Application ${app.id} has no HS256 secret`);
     let key = this.hmacKeys.get(sealed);
     if (key === undefined) {
-      key = new TextEncoder().encode(this.sealer.open(sealed, 'jwt-secret'));
+      let plain: string;
+      try {
+        plain = this.sealer.open(sealed, 'jwt-secret');
+      } catch (err) {
+        throw new Error(`the HS256 secret of Application ${app.id} does not open under this server key: give it a new one (POST .../jwt-secret)`, { cause: err });
+      }
+      key = new TextEncoder().encode(plain);
       // One entry per Application: a rotated secret's entry goes with the next miss.
       if (this.hmacKeys.size >= this.state.counts().applications + 16) this.hmacKeys.clear();
       this.hmacKeys.set(sealed, key);
@@ -166,6 +172,20 @@ export class TokenService {
     const expected = only === 'all' ? undefined : new Map(signingAlgs.map((alg) => [alg, seen.get(alg)?.kid] as const));
     const keys = await committer.commit((state, ctx) => rotateSigningKeys(state, fresh, ctx, expected));
     return { keys, made: fresh.filter((k) => keys.some((kept) => kept.kid === k.kid)).map((k) => k.alg) };
+  }
+
+  /** Applications whose HS256 secret this server key does not open (sealed under a key since replaced): each needs a new one. */
+  unopenedSecrets(): string[] {
+    const ids: string[] = [];
+    for (const app of this.state.allApplications()) {
+      if (app.jwtSecret === undefined) continue;
+      try {
+        this.sealer.open(app.jwtSecret, 'jwt-secret');
+      } catch {
+        ids.push(app.id);
+      }
+    }
+    return ids;
   }
 
   /** An HS256 secret as an Application stores it. */
