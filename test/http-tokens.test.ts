@@ -120,6 +120,9 @@ describe('POST /authenticate with tokens', () => {
       assert.equal(typeof payload['org'], 'string');
       assert.ok(!/password|hash|secret|nonce/i.test(JSON.stringify(payload)), 'nothing secret in the claims');
       assert.equal(await verifiedByNodeCrypto(token), true);
+      // The typed client's local check, against this server's JWKS and discovery document.
+      assert.equal((await api.client.verifyAccessToken(token, { audience: app.id })).sub, userId);
+      await assert.rejects(api.client.verifyAccessToken(token, { audience: base }), (err: { code?: string }) => err.code === 'invalid_token', 'another audience');
       const tampered = token.slice(0, -4) + (token.endsWith('AAAA') ? 'BBBB' : 'AAAA');
       assert.equal(await verifiedByNodeCrypto(tampered), false, 'node:crypto refuses a changed signature');
     });
