@@ -1,4 +1,4 @@
-// `npm run bench [-- --cluster (bench/cluster.ts)] [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table and a summary of targets, writes bench/results/latest-<front end>.json and .html.
+// `npm run bench [-- --cluster (bench/cluster.ts)] [-- --tokens (bench/tokens.ts)] [-- --quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]`: seeds a dataset, runs the micro benchmarks and HTTP scenarios A-I and A', B', D', F', M on one front end, prints one table and a summary of targets, writes bench/results/latest-<front end>.json and .html.
 //
 // Everything runs in child processes: the seed, the micro suite (it loads the whole dataset), the real
 // server (dist/src/main.js) and the ceiling server; this process only generates load and measures.
@@ -55,7 +55,8 @@ const resultsPath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`.
 const partialPagePath = (frontEnd: FrontEndKind): string => fileURLToPath(new URL(`../../bench/results/partial-${frontEnd}.html`, import.meta.url));
 
 const usage = 'npm run bench -- [--quick] [--front-end uws|node] [--connections N] [--users N] [--only A,C,...] [--work-dir DIR] [--keep]' +
-  ` (the production-like rows are A', B', D', F' and M: quote them, --only "A',B',D',F',M")`;
+  ` (the production-like rows are A', B', D', F' and M: quote them, --only "A',B',D',F',M");` +
+  ' npm run bench -- --tokens [--quick] [--users N] [--keep] [--connections N]';
 
 interface RunArgs {
   quick: boolean;
@@ -260,6 +261,11 @@ async function main(): Promise<void> {
   // --cluster: cluster mode against the embedded log, a bench of its own (bench/cluster.ts runs on import).
   if (process.argv.includes('--cluster')) {
     await import('./cluster.js');
+    return;
+  }
+  // --tokens: what issue 26's access tokens cost to issue and to verify, a bench of its own (bench/tokens.ts runs on import).
+  if (process.argv.includes('--tokens')) {
+    await import('./tokens.js');
     return;
   }
   const args = parseArgs(process.argv.slice(2));
