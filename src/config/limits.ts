@@ -375,6 +375,8 @@ export const sealedSecretCharsMax = 1024;
 export const tokenCharsMax = 16 * 1024;
 /** Random bytes in a token's jti, after its 8 bytes of issue time. */
 export const tokenJtiRandomBytes = 10;
+/** Random bytes drawn at a time for jtis: 409 tokens' worth. */
+export const tokenJtiPoolBytes = 4096;
 /** Sealed secrets (src/tokens/sealer.ts): AES-256-GCM's 12-byte nonce and 16-byte tag. */
 export const sealNonceBytes = 12;
 export const sealTagBytes = 16;

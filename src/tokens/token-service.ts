@@ -1,10 +1,10 @@
 // Access tokens: signing one on a successful POST /authenticate, introspecting one, and the JWKS and discovery documents.
 
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 import {
   decodeJwt, decodeProtectedHeader, importJWK, importPKCS8, jwtVerify, SignJWT, type JWTPayload,
 } from 'jose';
-import { jwtSecretBytesNew, tokenCharsMax, tokenJtiRandomBytes } from '../config/limits.js';
+import { jwtSecretBytesNew, tokenCharsMax, tokenJtiPoolBytes, tokenJtiRandomBytes } from '../config/limits.js';
 import type { Application, JsonObject, SigningAlg, SigningKey, TokenAlg, User } from '../domain/entities.js';
 import type { Commits } from '../service/committer.js';
 import { rotateSigningKeys } from '../store/decide.js';
@@ -34,7 +34,7 @@ export class TokenService {
   /** Keys as jose uses them, made once per key: by kid (signing keys) or by sealed value (HS256 secrets). */
   private readonly privateKeys = new Map<string, Promise<CryptoKey>>();
   private readonly publicKeys = new Map<string, Promise<CryptoKey>>();
-  private readonly hmacKeys = new Map<string, Uint8Array>();
+  private readonly hmacKeys = new Map<string, Promise<CryptoKey>>();
   private jwksText: { readonly keys: readonly SigningKey[] | undefined; readonly until: number; readonly text: string } | undefined;
 
   /** clock: microseconds, the committer's, so a token's issue time orders exactly against a password change's. */
@@ -58,7 +58,7 @@ export class TokenService {
 
   private async sign(claims: JWTPayload, alg: TokenAlg, app: Application): Promise<string> {
     const jwt = new SignJWT(claims);
-    if (alg === 'HS256') return jwt.setProtectedHeader({ alg, typ: 'JWT' }).sign(this.hmacKey(app));
+    if (alg === 'HS256') return jwt.setProtectedHeader({ alg, typ: 'JWT' }).sign(await this.hmacKey(app));
     const key = currentKey(this.state.meta?.signingKeys, alg);
     if (key === undefined) throw new Error(`no current ${alg} signing key`);
     return jwt.setProtectedHeader({ alg, kid: key.kid, typ: 'JWT' }).sign(await this.privateKey(key));
@@ -82,13 +82,13 @@ export class TokenService {
    */
   async introspect(token: string, now = Date.now()): Promise<Introspection> {
     if (typeof token !== 'string' || token.length > tokenCharsMax) return inactive;
-    let key: CryptoKey | Uint8Array | undefined;
+    let key: CryptoKey | undefined;
     let alg: TokenAlg;
     try {
       const header = decodeProtectedHeader(token);
       if (!tokenAlgs.includes(header.alg as TokenAlg)) return inactive;
       alg = header.alg as TokenAlg;
-      key = alg === 'HS256' ? this.secretOf(decodeJwt(token).aud) : await this.verifyingKey(alg, header.kid, now);
+      key = await (alg === 'HS256' ? this.secretOf(decodeJwt(token).aud) : this.verifyingKey(alg, header.kid, now));
     } catch {
       return inactive;
     }
@@ -127,12 +127,13 @@ export class TokenService {
   }
 
   /** The HS256 secret of the Application a token names, if it has one. */
-  private secretOf(aud: unknown): Uint8Array | undefined {
+  private secretOf(aud: unknown): Promise<CryptoKey> | undefined {
     const app = typeof aud === 'string' ? this.state.application(aud) : undefined;
     return app?.jwtSecret === undefined ? undefined : this.hmacKey(app);
   }
 
-  private hmacKey(app: Application): Uint8Array {
+  /** The Application's secret as a WebCrypto key, made once: jose would otherwise import raw bytes on every signature. */
+  private hmacKey(app: Application): Promise<CryptoKey> {
     const sealed = app.jwtSecret;
     if (sealed === undefined) throw new Error(`Application ${app.id} has no HS256 secret`);
     let key = this.hmacKeys.get(sealed);
@@ -143,7 +144,7 @@ export class TokenService {
       } catch (err) {
         throw new Error(`the HS256 secret of Application ${app.id} does not open under this server key: give it a new one (POST .../jwt-secret)`, { cause: err });
       }
-      key = new TextEncoder().encode(plain);
+      key = crypto.subtle.importKey('raw', new TextEncoder().encode(plain), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
       // One entry per Application: a rotated secret's entry goes with the next miss.
       if (this.hmacKeys.size >= this.state.counts().applications + 16) this.hmacKeys.clear();
       this.hmacKeys.set(sealed, key);
@@ -231,10 +232,21 @@ export class TokenService {
   }
 }
 
+/** Random bytes for jtis, drawn a pool at a time: one call per token was a noticeable part of issuing one. Each byte is used once. */
+const jtiPool = Buffer.alloc(tokenJtiPoolBytes);
+let jtiPoolAt = tokenJtiPoolBytes;
+
 /** 8 bytes of the issue time in microseconds, then random bytes: unique, and exact for introspection's password check. */
 function newJti(micros: number): string {
-  const bytes = randomBytes(jtiTimeBytes + tokenJtiRandomBytes);
-  bytes.writeBigUInt64BE(BigInt(micros), 0);
+  if (jtiPoolAt + tokenJtiRandomBytes > tokenJtiPoolBytes) {
+    randomFillSync(jtiPool);
+    jtiPoolAt = 0;
+  }
+  const bytes = Buffer.allocUnsafe(jtiTimeBytes + tokenJtiRandomBytes);
+  bytes.writeUInt32BE(Math.floor(micros / 2 ** 32), 0);
+  bytes.writeUInt32BE(micros % 2 ** 32, 4);
+  jtiPool.copy(bytes, jtiTimeBytes, jtiPoolAt, jtiPoolAt + tokenJtiRandomBytes);
+  jtiPoolAt += tokenJtiRandomBytes;
   return bytes.toString('base64url');
 }
 
@@ -243,7 +255,7 @@ function issuedAtMicros(payload: JWTPayload): number {
   const { jti, iat = 0 } = payload;
   if (typeof jti === 'string') {
     const bytes = Buffer.from(jti, 'base64url');
-    if (bytes.length === jtiTimeBytes + tokenJtiRandomBytes) return Number(bytes.readBigUInt64BE(0));
+    if (bytes.length === jtiTimeBytes + tokenJtiRandomBytes) return bytes.readUInt32BE(0) * 2 ** 32 + bytes.readUInt32BE(4);
   }
   return (iat + 1) * 1_000_000 - 1;
 }
