@@ -114,6 +114,23 @@ describe('applications, groups and users', () => {
 });
 
 describe('API keys and snapshot', () => {
+  test('applications tokens sets token settings and prints a generated HS256 secret once; signing-keys rotate lists the keys', async () => {
+    const app = await api.client.applications.create({ name: 'cli-tokens' });
+    const on = await authctl(['applications', 'tokens', '--id', app.id, '--enabled', 'true', '--ttl', '300'], { env });
+    assert.equal(on.code, 0, on.stderr);
+    assert.match(on.stdout, /tokens enabled, ttl 300 s, EdDSA/);
+    assert.deepEqual((await api.client.applications.get(app.id)).tokens, { enabled: true, ttl: 300, alg: 'EdDSA' });
+    const hs = await authctl(['applications', 'tokens', '--id', app.id, '--alg', 'HS256', '--json'], { env });
+    assert.equal(hs.code, 0, hs.stderr);
+    assert.match((JSON.parse(hs.stdout) as { jwt_secret: string }).jwt_secret, /^[A-Za-z0-9_-]{43}$/);
+    assert.equal((await authctl(['applications', 'tokens', '--id', app.id, '--alg', 'none'], { env })).code, 2, 'an unknown alg is a usage error');
+    const rotated = await authctl(['signing-keys', 'rotate'], { env });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /^KID\s+ALG\s+STATUS\s+PUBLISHED UNTIL$/m);
+    assert.equal(rotated.stdout.match(/ current /g)?.length, 2);
+    assert.ok((rotated.stdout.match(/ retired /g)?.length ?? 0) >= 2);
+  });
+
   test('roles: users create --role, users roles, apikeys create --role; a key limited to authenticator cannot list', async () => {
     const base = await baseApplicationId(api);
     const made = await authctl(['users', 'create', '--email', 'cli.auditor@example.com', '--application', base, '--role', 'auditor', '--password-stdin', '--json'], { env, stdin: 'auditor-pass-123\n' });

@@ -1,8 +1,9 @@
-// authctl commands against a running server, through the typed client: applications, groups, users, API keys, snapshot.
+// authctl commands against a running server, through the typed client: applications, groups, users, API keys, signing keys, snapshot.
 
 import { AuthClient } from '../client/client.js';
 import type { Page, PageRequest, Role, UserCreate } from '../client/types.js';
-import { pageItemsMax } from '../config/limits.js';
+import { pageItemsMax, tokenTtlSecondsMax } from '../config/limits.js';
+import type { TokenAlg } from '../domain/entities.js';
 import { roleNames } from '../domain/roles.js';
 import {
   jsonObjectOption, listOption, positiveIntOption, readStdin, requiredOption, stringOption, table, UsageError,
@@ -54,6 +55,8 @@ function rolesOption(values: Values): Role[] | undefined {
   }
   return roles.length === 0 ? undefined : roles as Role[];
 }
+
+const tokenAlgs: readonly TokenAlg[] = ['EdDSA', 'ES256', 'HS256'];
 
 const roleHelp = `  --role ROLE          ${roleNames.join(', ')}; repeat for several (admin only; see README, Roles)`;
 
@@ -206,6 +209,43 @@ ${connectionHelp}`,
       const key = await client.apikeys.disable(requiredOption(values, 'user-id'), requiredOption(values, 'key'));
       const { secret: _secret, ...shown } = key;
       io.out(values['json'] === true ? JSON.stringify(shown) : `API Key ${key.id} is now ${key.status}`);
+      return 0;
+    },
+  },
+  {
+    name: 'applications tokens', summary: 'set whether and how an Application issues access tokens (prints a new HS256 secret once)',
+    help: `authctl applications tokens --id ID [--enabled true|false] [--ttl SECONDS] [--alg EdDSA|ES256|HS256] [connection options]
+
+  Options left out keep their value. HS256 without a secret yet makes one, printed here once.
+${connectionHelp}`,
+    options: { ...connectionOptions, id: { type: 'string' }, enabled: { type: 'string' }, ttl: { type: 'string' }, alg: { type: 'string' } },
+    async run(values, _p, io) {
+      const enabled = stringOption(values, 'enabled');
+      if (enabled !== undefined && enabled !== 'true' && enabled !== 'false') throw new UsageError(`--enabled must be true or false, got "${enabled}"`);
+      const alg = stringOption(values, 'alg');
+      if (alg !== undefined && !tokenAlgs.includes(alg as TokenAlg)) throw new UsageError(`--alg must be one of ${tokenAlgs.join(', ')}, got "${alg}"`);
+      const tokens = {
+        ...(enabled === undefined ? {} : { enabled: enabled === 'true' }),
+        ...(values['ttl'] === undefined ? {} : { ttl: positiveIntOption(values, 'ttl', 0, tokenTtlSecondsMax) }),
+        ...(alg === undefined ? {} : { alg: alg as TokenAlg }),
+      };
+      const app = await clientFrom(values).applications.update(requiredOption(values, 'id'), { tokens });
+      if (values['json'] === true) io.out(JSON.stringify(app));
+      else {
+        io.out(`Application ${app.id}: tokens ${app.tokens.enabled ? 'enabled' : 'disabled'}, ttl ${app.tokens.ttl} s, ${app.tokens.alg}`);
+        if (app.jwt_secret !== undefined) io.out(`jwt_secret: ${app.jwt_secret}\n(shown this once)`);
+      }
+      return 0;
+    },
+  },
+  {
+    name: 'signing-keys rotate', summary: 'make new current access-token signing keys (the old stay published until their tokens expire)',
+    help: `authctl signing-keys rotate [connection options]\n${connectionHelp}`,
+    options: connectionOptions,
+    async run(values, _p, io) {
+      const keys = await clientFrom(values).admin.rotateSigningKeys();
+      if (values['json'] === true) printJson(io, keys);
+      else table(io, ['KID', 'ALG', 'STATUS', 'PUBLISHED UNTIL'], keys.map((k) => [k.kid, k.alg, k.status, k.published_until || '-']));
       return 0;
     },
   },
