@@ -101,7 +101,8 @@ export class TokenService {
     } catch {
       return inactive;
     }
-    return this.stillStands(payload) ? { active: true, token_type: 'Bearer', ...payload } : inactive;
+    // The claims first: a claim named `active` or `token_type` cannot stand in for the answer's own.
+    return this.stillStands(payload) ? { ...payload, active: true, token_type: 'Bearer' } : inactive;
   }
 
   private stillStands(payload: JWTPayload): boolean {
