@@ -140,7 +140,7 @@ describe('data written before the email rules', () => {
       // What an earlier version could write: the NFD spelling as a second User, with the same password.
       const { state, persistence } = await openPersistence({ dir: own.dirs.dataDir, createState: () => new State(), logger: new RecordingLogger() });
       const stored = state.user(older.id)!;
-      const newerId = `N${older.id.slice(1)}`;
+      const newerId = `${older.id.startsWith('N') ? 'M' : 'N'}${older.id.slice(1)}`;
       const newer = { ...stored, id: newerId, email: nfd, createdAt: state.lastAt + 1, modifiedAt: state.lastAt + 1 };
       await persistence.append({ seq: state.lastSeq + 1, at: state.lastAt + 1, ops: [{ op: 'put', kind: 'user', value: newer }] });
       await persistence.close();

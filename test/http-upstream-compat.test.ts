@@ -185,7 +185,8 @@ describe('Application names are unique, case-insensitively', () => {
       // What an earlier version could write: a second Application of the same name in another case.
       const { state, persistence } = await openPersistence({ dir: own.dirs.dataDir, createState: () => new State(), logger: new RecordingLogger() });
       const stored = state.application(older.id)!;
-      const twinId = `T${older.id.slice(1)}`;
+      // Another id: its first character changed (to U when it already was T).
+      const twinId = `${older.id.startsWith('T') ? 'U' : 'T'}${older.id.slice(1)}`;
       const twin = { ...stored, id: twinId, name: 'LEGACY TWIN', createdAt: state.lastAt + 1, modifiedAt: state.lastAt + 1 };
       await persistence.append({ seq: state.lastSeq + 1, at: state.lastAt + 1, ops: [{ op: 'put', kind: 'application', value: twin }] });
       await persistence.close();
