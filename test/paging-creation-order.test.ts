@@ -2,12 +2,12 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Op, User } from '../src/domain/entities.js';
+import type { User } from '../src/domain/entities.js';
 import { CreationOrder, precedes, type PagePosition } from '../src/store/creation-order.js';
 import * as decide from '../src/store/decide.js';
 import { State } from '../src/store/state.js';
 import { prng } from './helpers/prng.js';
-import { StateHarness, steppedSearchPage } from './helpers/state-harness.js';
+import { byCreation, namedUserOps, olderUserOps, StateHarness, steppedSearchPage } from './helpers/state-harness.js';
 
 
 type Entry = { id: string; createdAt: number };
@@ -110,9 +110,6 @@ function pages<T extends { id: string; createdAt: number }>(fetch: (after: PageP
   }
 }
 
-const byCreation = (users: Iterable<User>): string[] =>
-  [...users].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((u) => u.id);
-
 test('State pages: every kind, every subset (walked or sorted), search, and after a merge import of older users', () => {
   const h = new StateHarness();
   h.commit((s, ctx) => decide.bootstrap(s, { email: 'admin@example.com', passwordHash: 'h' }, ctx));
@@ -144,20 +141,14 @@ test('State pages: every kind, every subset (walked or sorted), search, and afte
       assert.deepEqual(pages((a, l) => h.state.pageUsersOfOrganization(org.id, a, l), limit), byCreation(all.filter((u) => u.organization === org.id)), `${what}: org by ${limit}`);
       assert.deepEqual(pages((a, l) => h.state.pageSearch('u1', a, l), limit), byCreation(all.filter((u) => u.email.includes('u1'))), `${what}: search by ${limit}`);
     }
-    assert.deepEqual(pages((a, l) => h.state.pageApplications(a, l), 2), byCreation([...h.state.allApplications()] as unknown as User[]), `${what}: applications`);
+    assert.deepEqual(pages((a, l) => h.state.pageApplications(a, l), 2), byCreation(h.state.allApplications()), `${what}: applications`);
     assert.deepEqual(pages((a, l) => h.state.pageGroupsOfApplication(big.id, a, l), 1), [group.id], `${what}: groups of big`);
     assert.deepEqual(pages((a, l) => h.state.pageOrganizations(a, l), 1).length, 2, `${what}: organizations`);
   };
   check('created in order');
 
   // A merge import: users with older creation times than every existing one, so insertion order is no longer creation order.
-  const old = 1_600_000_000_000_000;
-  h.apply(Array.from({ length: 30 }, (_, i): Op => ({
-    op: 'put', kind: 'user', value: {
-      id: `imported${String(i).padStart(3, '0')}`, email: `imp${i}@example.com`, name: '', status: 'UNVERIFIED', customData: null,
-      passwordHash: 'h', organization: org.id, applications: [big.id, small.id], groups: [], apikeys: [], createdAt: old + (29 - i) * 10, modifiedAt: old,
-    },
-  })));
+  h.apply(olderUserOps(org.id, [big.id, small.id], ''));
   check('after a merge import');
 });
 
@@ -171,12 +162,7 @@ test('pageSearch takes each of its ways (walk, the index\'s matches in creation 
     ...Array(5000).fill('alpha'), ...Array(3000).fill('beta'), ...Array(5050).fill('alpha'), ...Array(2000).fill('beta'),
     ...Array(100).fill('alpha'), 'gamma', ...Array(50).fill('beta'),
   ];
-  const ops: Op[] = names.map((name, i) => ({
-    op: 'put', kind: 'user', value: {
-      id: `s${String(i).padStart(6, '0')}`, email: `s${i}@example.com`, name, status: 'UNVERIFIED', customData: null, passwordHash: 'h',
-      organization: h.state.meta!.defaultOrganization, applications: [app.id], groups: [], apikeys: [], createdAt: 1_800_000_000_000_000 + i, modifiedAt: 1_800_000_000_000_000 + i,
-    },
-  }));
+  const ops = namedUserOps(h.state, app.id, names);
   for (let i = 0; i < ops.length; i += 1000) h.apply(ops.slice(i, i + 1000));
   const check = (what: string): void => {
     const all = [...h.state.allUsers()];

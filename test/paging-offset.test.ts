@@ -2,11 +2,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Op, User } from '../src/domain/entities.js';
+import type { User } from '../src/domain/entities.js';
 import { CreationOrder, precedes, sliceInCreationOrder, type Page } from '../src/store/creation-order.js';
 import * as decide from '../src/store/decide.js';
 import { prng } from './helpers/prng.js';
-import { StateHarness, steppedSearchPage } from './helpers/state-harness.js';
+import { byCreation, namedUserOps, olderUserOps, StateHarness, steppedSearchPage } from './helpers/state-harness.js';
 
 type Entry = { id: string; createdAt: number };
 
@@ -77,9 +77,6 @@ test('sliceInCreationOrder is the slice of the sorted items, creation times shar
   }
 });
 
-const byCreation = (items: Iterable<{ id: string; createdAt: number }>): string[] =>
-  [...items].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((u) => u.id);
-
 const ids = (page: Page<{ id: string }>): Page<string> => ({ items: page.items.map((x) => x.id), more: page.more });
 
 test('State pages from an offset: every kind, every subset (walked or sorted), search (each of its ways), before and after a merge import', () => {
@@ -130,13 +127,7 @@ test('State pages from an offset: every kind, every subset (walked or sorted), s
     }
   };
   check('created in order');
-  const old = 1_600_000_000_000_000;
-  h.apply(Array.from({ length: 30 }, (_, i): Op => ({
-    op: 'put', kind: 'user', value: {
-      id: `imported${String(i).padStart(3, '0')}`, email: `imp${i}@example.com`, name: 'alpha', status: 'UNVERIFIED', customData: null,
-      passwordHash: 'h', organization: org.id, applications: [big.id, small.id], groups: [], apikeys: [], createdAt: old + (29 - i) * 10, modifiedAt: old,
-    },
-  })));
+  h.apply(olderUserOps(org.id, [big.id, small.id], 'alpha'));
   check('after a merge import');
 });
 
@@ -147,12 +138,7 @@ test('pageSearch from an offset takes each of its ways (walk, the index\'s match
   // Bunched matches: once an older User is imported, a walk from the start fills a page of "alpha" near the
   // start, and runs out of budget for one deep into it or for the rare "gamma" (which then takes all matches).
   const names = [...Array(3000).fill('alpha'), ...Array(4000).fill('beta'), ...Array(3000).fill('alpha'), 'gamma', ...Array(50).fill('beta'), 'gamma'];
-  const ops: Op[] = names.map((name, i) => ({
-    op: 'put', kind: 'user', value: {
-      id: `s${String(i).padStart(6, '0')}`, email: `s${i}@example.com`, name, status: 'UNVERIFIED', customData: null, passwordHash: 'h',
-      organization: h.state.meta!.defaultOrganization, applications: [app.id], groups: [], apikeys: [], createdAt: 1_800_000_000_000_000 + i, modifiedAt: 1_800_000_000_000_000 + i,
-    },
-  }));
+  const ops = namedUserOps(h.state, app.id, names);
   for (let i = 0; i < ops.length; i += 1000) h.apply(ops.slice(i, i + 1000));
   const check = (what: string): void => {
     const all = [...h.state.allUsers()];

@@ -36,3 +36,29 @@ export function steppedSearchPage(state: State, term: string, after: PagePositio
     assert.ok(steps < 1_000_000, 'a paged search makes progress');
   }
 }
+
+/** Ids in creation order (then by id), as every paged listing answers them. */
+export const byCreation = (items: Iterable<{ id: string; createdAt: number }>): string[] =>
+  [...items].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((u) => u.id);
+
+/** Puts of Users `s000000`... in one Application, one per name, created in this order: bunched names for search paging. */
+export function namedUserOps(state: State, applicationId: string, names: readonly string[]): Op[] {
+  const at = 1_800_000_000_000_000;
+  return names.map((name, i): Op => ({
+    op: 'put', kind: 'user', value: {
+      id: `s${String(i).padStart(6, '0')}`, email: `s${i}@example.com`, name, status: 'UNVERIFIED', customData: null, passwordHash: 'h',
+      organization: state.meta!.defaultOrganization, applications: [applicationId], groups: [], apikeys: [], createdAt: at + i, modifiedAt: at + i,
+    },
+  }));
+}
+
+/** A merge import: 30 Users created before every other, applied in the reverse of their creation order. */
+export function olderUserOps(organization: string, applications: readonly string[], name: string): Op[] {
+  const old = 1_600_000_000_000_000;
+  return Array.from({ length: 30 }, (_, i): Op => ({
+    op: 'put', kind: 'user', value: {
+      id: `imported${String(i).padStart(3, '0')}`, email: `imp${i}@example.com`, name, status: 'UNVERIFIED', customData: null,
+      passwordHash: 'h', organization, applications: [...applications], groups: [], apikeys: [], createdAt: old + (29 - i) * 10, modifiedAt: old,
+    },
+  }));
+}
