@@ -35,7 +35,7 @@ async function world(): Promise<{ h: StateHarness; tokens: TokenService; appId: 
   let micros = Date.now() * 1000;
   const clock = { now: () => ++micros };
   const tokens = new TokenService(h.state, sealer, 'https://issuer.example', clock);
-  const fresh = await Promise.all([newSigningKey('EdDSA', sealer, 0), newSigningKey('ES256', sealer, 0)]);
+  const fresh = await Promise.all([newSigningKey('EdDSA', sealer), newSigningKey('ES256', sealer)]);
   h.commit((s, ctx) => decide.rotateSigningKeys(s, fresh, ctx));
   const app = h.commit((s, ctx) => decide.createApplication(s, { name: 'tokens', tokens: { enabled: true, ttl: 60 } }, ctx));
   const user = h.commit((s, ctx) => decide.createUser(s, { email: 'someone@example.com', passwordHash: '$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA', applications: [app.id] }, ctx));
@@ -55,7 +55,7 @@ test('rotation retires the current keys; a retired key signs nothing, stays publ
   const { h, tokens, appId, userId } = await world();
   const before = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!)!;
   const oldKid = decodeProtectedHeader(before.token).kid!;
-  const fresh = await Promise.all([newSigningKey('EdDSA', sealer, 0), newSigningKey('ES256', sealer, 0)]);
+  const fresh = await Promise.all([newSigningKey('EdDSA', sealer), newSigningKey('ES256', sealer)]);
   const keys = h.commit((s, ctx) => decide.rotateSigningKeys(s, fresh, ctx));
   assert.equal(keys.length, 4);
   const retired = keys.find((k) => k.kid === oldKid)!;
@@ -70,7 +70,7 @@ test('rotation retires the current keys; a retired key signs nothing, stays publ
   assert.ok(kids(tokens.jwks(retiredMs + dayMicros / 1000 - 1000)).includes(oldKid));
   assert.deepEqual(kids(tokens.jwks(retiredMs + dayMicros / 1000 + 1000)), fresh.map((k) => k.kid).sort(), 'gone from the JWKS after a day');
   // The next rotation, a day later, drops it from the State.
-  const later = await Promise.all([newSigningKey('EdDSA', sealer, 0)]);
+  const later = await Promise.all([newSigningKey('EdDSA', sealer)]);
   const ctx = { now: retired.retiredAt + dayMicros + 1, newId: () => 'x', newApikeyId: () => 'y', newNonce: () => 'z' };
   const dropped = decide.rotateSigningKeys(h.state, later, ctx).result;
   assert.ok(!dropped.some((k: SigningKey) => k.kid === oldKid));
@@ -80,8 +80,8 @@ test('rotation retires the current keys; a retired key signs nothing, stays publ
 test('a start\'s rotation makes a key only where the current one is what it saw: two starts at once make one set', async () => {
   const { h } = await world();
   const seen = new Map(h.state.meta!.signingKeys!.filter((k) => k.retiredAt === 0).map((k) => [k.alg, k.kid] as const));
-  const first = await Promise.all([newSigningKey('EdDSA', sealer, 0)]);
-  const second = await Promise.all([newSigningKey('EdDSA', sealer, 0)]);
+  const first = await Promise.all([newSigningKey('EdDSA', sealer)]);
+  const second = await Promise.all([newSigningKey('EdDSA', sealer)]);
   h.commit((s, ctx) => decide.rotateSigningKeys(s, first, ctx, seen));
   const keys = h.commit((s, ctx) => decide.rotateSigningKeys(s, second, ctx, seen));
   assert.equal(keys.filter((k) => k.alg === 'EdDSA' && k.retiredAt === 0).length, 1);

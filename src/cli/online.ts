@@ -3,7 +3,7 @@
 import { AuthClient } from '../client/client.js';
 import type { Page, PageRequest, Role, UserCreate } from '../client/types.js';
 import { pageItemsMax, tokenTtlSecondsMax } from '../config/limits.js';
-import type { TokenAlg } from '../domain/entities.js';
+import { tokenAlgs, type TokenAlg } from '../domain/entities.js';
 import { roleNames } from '../domain/roles.js';
 import {
   jsonObjectOption, listOption, positiveIntOption, readStdin, requiredOption, stringOption, table, UsageError,
@@ -55,8 +55,6 @@ function rolesOption(values: Values): Role[] | undefined {
   }
   return roles.length === 0 ? undefined : roles as Role[];
 }
-
-const tokenAlgs: readonly TokenAlg[] = ['EdDSA', 'ES256', 'HS256'];
 
 const roleHelp = `  --role ROLE          ${roleNames.join(', ')}; repeat for several (admin only; see README, Roles)`;
 

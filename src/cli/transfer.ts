@@ -18,7 +18,9 @@ import {
   customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax, sealedSecretCharsMax,
   tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
-import type { ApiKey, Application, Group, JsonObject, LogRecord, Meta, Op, Organization, TokenSettings, User } from '../domain/entities.js';
+import {
+  tokenAlgs, type ApiKey, type Application, type Group, type JsonObject, type LogRecord, type Meta, type Op, type Organization, type TokenSettings, type User,
+} from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import type { Role } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
@@ -176,7 +178,7 @@ const tokenSettings: Schema<TokenSettings> = {
   parse(value, fieldName) {
     const parsed = object({
       enabled: field(boolean(), true), ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax }), true),
-      alg: field(enumOf(['EdDSA', 'ES256', 'HS256'] as const), true),
+      alg: field(enumOf(tokenAlgs), true),
     }).parse(value, fieldName);
     return { enabled: parsed.enabled!, ttl: parsed.ttl!, alg: parsed.alg! };
   },

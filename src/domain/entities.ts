@@ -12,7 +12,9 @@ export interface JsonObject { [key: string]: JsonValue }
 export type Status = 'ENABLED' | 'DISABLED';
 export type UserStatus = 'UNVERIFIED' | 'ENABLED' | 'DISABLED';
 
-export type TokenAlg = 'EdDSA' | 'ES256' | 'HS256';
+/** How an access token may be signed (src/tokens/). */
+export const tokenAlgs = ['EdDSA', 'ES256', 'HS256'] as const;
+export type TokenAlg = (typeof tokenAlgs)[number];
 /** The algorithms signed with the service's own keys (published in the JWKS); HS256 uses an Application's secret. */
 export type SigningAlg = 'EdDSA' | 'ES256';
 

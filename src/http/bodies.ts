@@ -4,6 +4,7 @@ import {
   applicationsPerUserMax, descriptionCharsMax, groupsPerUserMax, ipAddressCharsMax, jwtSecretBytesMin, jwtSecretCharsMax, nameCharsMax,
   passwordBytesMax, passwordCharsMin, passwordHashCharsMax, tokenCharsMax, tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
+import { tokenAlgs } from '../domain/entities.js';
 import { invalidField } from '../domain/errors.js';
 import {
   arrayOf, body, boolean, customData, email, enumOf, field, id, integer, object, roles, string, type Schema,
@@ -32,7 +33,7 @@ function password(): Schema<string> {
 const tokenSettings = object({
   enabled: field(boolean()),
   ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax })),
-  alg: field(enumOf(['EdDSA', 'ES256', 'HS256'] as const)),
+  alg: field(enumOf(tokenAlgs)),
 });
 
 /** An HS256 secret a caller chooses: at least jwtSecretBytesMin bytes, as RFC 7518 asks of an HS256 key. Never echoed in a message. */

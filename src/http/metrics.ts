@@ -6,7 +6,7 @@
 
 import type { VerifyCacheCounts } from '../auth/verify-cache.js';
 import { eventLoopDelaySampleMs } from '../config/limits.js';
-import type { TokenAlg } from '../domain/entities.js';
+import { tokenAlgs, type TokenAlg } from '../domain/entities.js';
 import type { PersistenceStats } from '../persist/persistence.js';
 import { Histogram } from './histogram.js';
 import { routeKey } from './router.js';
@@ -122,7 +122,7 @@ export class Metrics {
       }
     }
     family('authd_tokens_issued_total', 'counter', 'Access tokens answered by POST /authenticate, by signing algorithm.');
-    for (const alg of ['EdDSA', 'ES256', 'HS256'] as const) out.push(`authd_tokens_issued_total{alg="${alg}"} ${this.tokensIssued[alg]}`);
+    for (const alg of tokenAlgs) out.push(`authd_tokens_issued_total{alg="${alg}"} ${this.tokensIssued[alg]}`);
     family('authd_token_introspections_total', 'counter', 'POST /tokens/introspect answers, by result.');
     for (const result of ['active', 'inactive'] as const) out.push(`authd_token_introspections_total{result="${result}"} ${this.introspections[result]}`);
     family('authd_caller_authentications_total', 'counter', 'Basic credentials checked for calls to the admin API, by result.');

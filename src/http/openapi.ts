@@ -6,6 +6,7 @@
 import {
   idCharsMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax, searchTermCharsMax, tokenTtlSecondsDefault, tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
+import { tokenAlgs } from '../domain/entities.js';
 import { errorCatalog } from '../domain/errors.js';
 import { roleNames, rolesGranting } from '../domain/roles.js';
 import type { RouteDecl } from './route.js';
@@ -58,7 +59,7 @@ const entitySchemas: Record<string, JsonSchema> = {
   TokenSettings: obj({
     enabled: { type: 'boolean', description: 'Whether a successful POST /authenticate also answers an access token. Default false.' },
     ttl: { type: 'integer', minimum: tokenTtlSecondsMin, maximum: tokenTtlSecondsMax, description: `Seconds a token lives. Default ${tokenTtlSecondsDefault}.` },
-    alg: { type: 'string', enum: ['EdDSA', 'ES256', 'HS256'], description: 'EdDSA and ES256: the service\'s keys (GET /.well-known/jwks.json); HS256: the Application\'s jwt_secret. Default EdDSA.' },
+    alg: { type: 'string', enum: [...tokenAlgs], description: 'EdDSA and ES256: the service\'s keys (GET /.well-known/jwks.json); HS256: the Application\'s jwt_secret. Default EdDSA.' },
   }),
   Jwks: obj({ keys: { type: 'array', items: { type: 'object', description: 'A public JWK with kid, alg and use.' } } }),
   Introspection: {

@@ -7,14 +7,14 @@ import type { Sealer } from './sealer.js';
 
 export const signingAlgs: readonly SigningAlg[] = ['EdDSA', 'ES256'];
 
-/** A new key pair for alg, its private half sealed; current (retiredAt 0) until a rotation replaces it. */
-export async function newSigningKey(alg: SigningAlg, sealer: Sealer, now: number): Promise<SigningKey> {
+/** A new key pair for alg, its private half sealed; current (retiredAt 0) until a rotation replaces it, which also sets createdAt. */
+export async function newSigningKey(alg: SigningAlg, sealer: Sealer): Promise<SigningKey> {
   const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });
   const jwk = await exportJWK(publicKey);
   const publicJwk: JsonObject = {};
   for (const [k, v] of Object.entries(jwk)) if (typeof v === 'string') publicJwk[k] = v;
   const kid = await calculateJwkThumbprint(jwk);
-  return { kid, alg, publicJwk, sealedPrivate: sealer.seal(await exportPKCS8(privateKey), 'signing-key'), createdAt: now, retiredAt: 0 };
+  return { kid, alg, publicJwk, sealedPrivate: sealer.seal(await exportPKCS8(privateKey), 'signing-key'), createdAt: 0, retiredAt: 0 };
 }
 
 export function currentKey(keys: readonly SigningKey[] | undefined, alg: SigningAlg): SigningKey | undefined {

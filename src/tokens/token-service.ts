@@ -5,7 +5,7 @@ import {
   decodeJwt, decodeProtectedHeader, importJWK, importPKCS8, jwtVerify, SignJWT, type JWTPayload,
 } from 'jose';
 import { jwtSecretBytesNew, tokenCharsMax, tokenJtiPoolBytes, tokenJtiRandomBytes } from '../config/limits.js';
-import type { Application, JsonObject, SigningAlg, SigningKey, TokenAlg, User } from '../domain/entities.js';
+import { tokenAlgs, type Application, type JsonObject, type SigningAlg, type SigningKey, type TokenAlg, type User } from '../domain/entities.js';
 import type { Commits } from '../service/committer.js';
 import { rotateSigningKeys } from '../store/decide.js';
 import type { State } from '../store/state.js';
@@ -22,7 +22,6 @@ export interface Issued {
 export type Introspection = { readonly active: false } | ({ readonly active: true; readonly token_type: 'Bearer' } & JWTPayload);
 
 const inactive: Introspection = { active: false };
-const tokenAlgs: readonly TokenAlg[] = ['EdDSA', 'ES256', 'HS256'];
 const jtiTimeBytes = 8;
 
 /** A new HS256 secret, as given to the caller once: 32 random bytes, base64url. */
@@ -170,7 +169,7 @@ export class TokenService {
     const seen = new Map(signingAlgs.map((alg) => [alg, currentKey(this.state.meta?.signingKeys, alg)] as const));
     const algs = only === 'all' ? signingAlgs : signingAlgs.filter((alg) => { const k = seen.get(alg); return k === undefined || !this.opens(k); });
     if (algs.length === 0) return { keys: this.state.meta?.signingKeys ?? [], made: [] };
-    const fresh = await Promise.all(algs.map((alg) => newSigningKey(alg, this.sealer, 0)));
+    const fresh = await Promise.all(algs.map((alg) => newSigningKey(alg, this.sealer)));
     const expected = only === 'all' ? undefined : new Map(signingAlgs.map((alg) => [alg, seen.get(alg)?.kid] as const));
     const keys = await committer.commit((state, ctx) => rotateSigningKeys(state, fresh, ctx, expected));
     return { keys, made: fresh.filter((k) => keys.some((kept) => kept.kid === k.kid)).map((k) => k.alg) };
