@@ -10,10 +10,26 @@ const microsPerDay = 86_400_000_000;
 /** "00" to "99". */
 const twoDigits = Array.from({ length: 100 }, (_, n) => (n < 10 ? `0${n}` : String(n)));
 
+/** "000" to "999": a time's fraction is two of them. */
+const threeDigits = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
+
 /** 0 means "no time" (the spec allows an empty created_at on the base Application). */
 export function formatTimestamp(micros: number): string {
-  if (micros === 0) return '';
-  if (!Number.isSafeInteger(micros) || micros < 0 || micros > fastMicrosMax) return formatByDate(micros);
+  const out: string[] = [];
+  writeTimestamp(out, 0, micros);
+  return out.join('');
+}
+
+/**
+ * formatTimestamp(micros) as pieces written into out from index `at`, each taken from a table: a rendering that
+ * joins its pieces once (src/http/render.ts) makes no string for its times. Answers where the pieces end; none for 0.
+ */
+export function writeTimestamp(out: string[], at: number, micros: number): number {
+  if (micros === 0) return at;
+  if (!Number.isSafeInteger(micros) || micros < 0 || micros > fastMicrosMax) {
+    out[at] = formatByDate(micros);
+    return at + 1;
+  }
   // Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar, as Date uses), without a Date per call.
   const days = Math.floor(micros / microsPerDay);
   let rest = micros - days * microsPerDay;
@@ -32,7 +48,25 @@ export function formatTimestamp(micros: number): string {
   rest -= minutes * 60_000_000;
   const seconds = Math.floor(rest / 1_000_000);
   const fraction = rest - seconds * 1_000_000;
-  return `${pad(year, 4)}-${twoDigits[month]}-${twoDigits[day]} ${twoDigits[hours]}:${twoDigits[minutes]}:${twoDigits[seconds]}.${pad(fraction, 6)}+00:00`;
+  const millis = Math.floor(fraction / 1000);
+  let i = at;
+  out[i++] = twoDigits[Math.floor(year / 100)]!;
+  out[i++] = twoDigits[year % 100]!;
+  out[i++] = '-';
+  out[i++] = twoDigits[month]!;
+  out[i++] = '-';
+  out[i++] = twoDigits[day]!;
+  out[i++] = ' ';
+  out[i++] = twoDigits[hours]!;
+  out[i++] = ':';
+  out[i++] = twoDigits[minutes]!;
+  out[i++] = ':';
+  out[i++] = twoDigits[seconds]!;
+  out[i++] = '.';
+  out[i++] = threeDigits[millis]!;
+  out[i++] = threeDigits[fraction - millis * 1000]!;
+  out[i++] = '+00:00';
+  return i;
 }
 
 /** The same through Date, for times the arithmetic does not cover (negative, past year 9999, not whole). */

@@ -3,7 +3,7 @@
 import { renderCacheBytesMax, renderCacheEntryBytesMax, renderCacheFullAdmitEvery, renderSightingBits, renderSightingsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
 import { defaultRoles } from '../domain/roles.js';
-import { formatTimestamp } from '../domain/time.js';
+import { formatTimestamp, writeTimestamp } from '../domain/time.js';
 import { Sightings, textHash } from '../auth/sightings.js';
 import { tokenDefaults } from '../store/decide.js';
 import type { State } from '../store/state.js';
@@ -38,6 +38,49 @@ function memo<K extends object>(kept: WeakMap<K, string>, key: K, make: (key: K)
   return json;
 }
 
+/** Printable ASCII but the quote and the backslash: text that is its own JSON string body (ids, statuses, most names and addresses). */
+const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * The pieces of the User rendering under way, joined once into one flat string: concatenated step by step, a
+ * rendering made a string per step, and the front end flattened the result once more to encode it. One list
+ * serves every rendering (they are synchronous and never nest), so it is not grown again for each.
+ */
+class Pieces {
+  private readonly list: string[] = [];
+  private count = 0;
+
+  /** Starts a rendering: whatever a rendering that threw left behind is dropped. */
+  begin(): this {
+    this.count = 0;
+    return this;
+  }
+
+  /** Up to three pieces at once: a rest parameter would make an array per call. */
+  add(a: string, b?: string, c?: string): void {
+    this.list[this.count++] = a;
+    if (b !== undefined) this.list[this.count++] = b;
+    if (c !== undefined) this.list[this.count++] = c;
+  }
+
+  /** s as a JSON string literal: plain text as it is between quotes, no new string. */
+  string(s: string): void {
+    if (plainText.test(s)) this.add('"', s, '"');
+    else this.add(JSON.stringify(s));
+  }
+
+  timestamp(micros: number): void {
+    this.count = writeTimestamp(this.list, this.count, micros);
+  }
+
+  /** The rendering, and the list made ready for the next one. */
+  text(): string {
+    this.list.length = this.count;
+    this.count = 0;
+    return this.list.join('');
+  }
+}
+
 const applicationBrief = (a: Application): string => JSON.stringify({ id: a.id, name: a.name, status: a.status });
 const groupBrief = (g: Group): string => JSON.stringify({ id: g.id, name: g.name, status: g.status, application: g.application });
 const organizationIdName = (o: Organization): string => JSON.stringify({ id: o.id, name: o.name });
@@ -60,7 +103,15 @@ export class Renderer {
   /** Users rendered once, by id: a rendering is kept from a User's second one on, so one-off reads of many Users churn nothing. */
   private readonly renderedOnce = new Sightings(renderSightingBits, renderSightingsMax);
 
-  constructor(private readonly publicUrl: string, private readonly state: State) {}
+  /** `"<public url>/users/user/`: a User's href is this, its id and a quote, when both are plain text. */
+  private readonly userHrefOpen: string;
+  private readonly publicUrlPlain: boolean;
+  private readonly out = new Pieces();
+
+  constructor(private readonly publicUrl: string, private readonly state: State) {
+    this.publicUrlPlain = plainText.test(publicUrl);
+    this.userHrefOpen = `"${publicUrl}/users/user/`;
+  }
 
   /** Bytes the kept User renderings hold (the metric authd_render_cache_bytes). */
   get cacheBytes(): number {
@@ -125,21 +176,43 @@ export class Renderer {
   }
 
   /** The fields every rendering of a User starts with, up to its custom_data, without the closing brace. */
-  private userHead(user: User): string {
-    const email = JSON.stringify(user.email);
-    return `{"id":${JSON.stringify(user.id)},"username":${email},"email":${email},"name":${JSON.stringify(user.name)}` +
-      `,"status":${JSON.stringify(user.status)},"custom_data":${JSON.stringify(user.customData ?? null)}`;
+  private userHead(user: User): void {
+    const out = this.out;
+    out.add('{"id":');
+    out.string(user.id);
+    out.add(',"username":');
+    out.string(user.email);
+    out.add(',"email":');
+    out.string(user.email);
+    out.add(',"name":');
+    out.string(user.name);
+    out.add(',"status":');
+    out.string(user.status);
+    out.add(',"custom_data":', JSON.stringify(user.customData ?? null));
   }
 
-  /** `roles` only on Users of the base Application, the only ones they apply to (admin until narrowed). */
-  private userTail(user: User): string {
-    const roles = this.state.isBaseUser(user) ? `"roles":${JSON.stringify(user.roles ?? defaultRoles)},` : '';
-    return `${roles}"href":${JSON.stringify(this.userHref(user.id))}` +
-      `,"created_at":"${formatTimestamp(user.createdAt)}","modified_at":"${formatTimestamp(user.modifiedAt)}"}`;
+  /** `roles` only on Users of the base Application, the only ones they apply to (admin until narrowed); then href and times, and the closing brace. */
+  private userTail(user: User): void {
+    const out = this.out;
+    if (this.state.isBaseUser(user)) out.add('"roles":', JSON.stringify(user.roles ?? defaultRoles), ',');
+    out.add('"href":');
+    if (this.publicUrlPlain && plainText.test(user.id)) out.add(this.userHrefOpen, user.id, '"');
+    else out.add(JSON.stringify(this.userHref(user.id)));
+    out.add(',"created_at":"');
+    out.timestamp(user.createdAt);
+    out.add('","modified_at":"');
+    out.timestamp(user.modifiedAt);
+    out.add('"}');
   }
 
-  private apikeys(user: User): string {
-    return `[${user.apikeys.map((k) => this.apikey(user.id, k)).join(',')}]`;
+  private apikeys(user: User): void {
+    const out = this.out;
+    out.add('[');
+    for (let i = 0; i < user.apikeys.length; i++) {
+      if (i > 0) out.add(',');
+      out.add(this.apikey(user.id, user.apikeys[i]!));
+    }
+    out.add(']');
   }
 
   private organizationBrief(user: User): string {
@@ -147,33 +220,36 @@ export class Renderer {
     return org === undefined ? 'null' : memo(this.organizationBriefJson, org, organizationWithData);
   }
 
-  private applicationsOf(user: User): Application[] {
-    const apps: Application[] = [];
-    for (const id of user.applications) {
-      const app = this.state.application(id);
-      if (app !== undefined) apps.push(app);
-    }
-    return apps;
-  }
-
-  private groupsOf(user: User): Group[] {
-    const groups: Group[] = [];
-    for (const id of user.groups) {
-      const group = this.state.group(id);
-      if (group !== undefined) groups.push(group);
-    }
-    return groups;
-  }
-
   /**
    * Create, update, get, list-all and search: applications and groups as full objects, the Organization in brief.
    * As large as every custom_data it embeds: listings bound it per page (src/http/paging.ts).
    */
   userFull(user: User): string {
-    return `${this.userHead(user)},"organization":${this.organizationBrief(user)}` +
-      `,"applications":[${this.applicationsOf(user).map((a) => this.application(a)).join(',')}]` +
-      `,"groups":[${this.groupsOf(user).map((g) => this.group(g)).join(',')}]` +
-      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+    const out = this.out.begin();
+    this.userHead(user);
+    out.add(',"organization":', this.organizationBrief(user), ',"applications":[');
+    let first = true;
+    for (const id of user.applications) {
+      const app = this.state.application(id);
+      if (app === undefined) continue;
+      if (!first) out.add(',');
+      out.add(this.application(app));
+      first = false;
+    }
+    out.add('],"groups":[');
+    first = true;
+    for (const id of user.groups) {
+      const group = this.state.group(id);
+      if (group === undefined) continue;
+      if (!first) out.add(',');
+      out.add(this.group(group));
+      first = false;
+    }
+    out.add('],"apikeys":');
+    this.apikeys(user);
+    out.add(',');
+    this.userTail(user);
+    return out.text();
   }
 
   /**
@@ -184,32 +260,51 @@ export class Renderer {
    * custom_data reads GET /groups/group/{id}.
    */
   userAuthenticated(user: User): string {
+    const out = this.out.begin();
+    this.userHead(user);
     const org = this.state.organization(user.organization);
-    let out = `${this.userHead(user)},"organization":${org === undefined ? 'null' : memo(this.organizationIdNameJson, org, organizationIdName)}`;
-    out += ',"applications":[';
+    out.add(',"organization":', org === undefined ? 'null' : memo(this.organizationIdNameJson, org, organizationIdName), ',"applications":[');
     let first = true;
-    for (const app of this.applicationsOf(user)) {
-      out += `${first ? '' : ','}${memo(this.applicationBriefJson, app, applicationBrief)}`;
+    for (const id of user.applications) {
+      const app = this.state.application(id);
+      if (app === undefined) continue;
+      if (!first) out.add(',');
+      out.add(memo(this.applicationBriefJson, app, applicationBrief));
       first = false;
     }
-    out += '],"groups":[';
+    out.add('],"groups":[');
     first = true;
-    for (const group of this.groupsOf(user)) {
-      out += `${first ? '' : ','}${memo(this.groupBriefJson, group, groupBrief)}`;
+    for (const id of user.groups) {
+      const group = this.state.group(id);
+      if (group === undefined) continue;
+      if (!first) out.add(',');
+      out.add(memo(this.groupBriefJson, group, groupBrief));
       first = false;
     }
-    out += '],"apikeys":[';
+    out.add('],"apikeys":[');
     first = true;
     for (const k of user.apikeys) {
-      out += `${first ? '' : ','}{"id":${JSON.stringify(k.id)},"name":${JSON.stringify(k.name)},"status":${JSON.stringify(k.status)}}`;
+      out.add(first ? '{"id":' : ',{"id":');
+      out.string(k.id);
+      out.add(',"name":');
+      out.string(k.name);
+      out.add(',"status":');
+      out.string(k.status);
+      out.add('}');
       first = false;
     }
-    return `${out}],${this.userTail(user)}`;
+    out.add('],');
+    this.userTail(user);
+    return out.text();
   }
 
   /** `?minimal=1` of GET /users and searches: the full representation without applications, groups and API Keys. */
   userMinimal(user: User): string {
-    return `${this.userHead(user)},"organization":${this.organizationBrief(user)},${this.userTail(user)}`;
+    const out = this.out.begin();
+    this.userHead(user);
+    out.add(',"organization":', this.organizationBrief(user), ',');
+    this.userTail(user);
+    return out.text();
   }
 
   /** userFull, kept once asked again: GET of a User is answered again and again. */
@@ -274,9 +369,17 @@ export class Renderer {
    * applications, groups and API Keys.
    */
   userIds(user: User, minimal = false): string {
-    const org = `${this.userHead(user)},"organization":${JSON.stringify(user.organization)}`;
-    if (minimal) return `${org},${this.userTail(user)}`;
-    return `${org},"applications":${JSON.stringify(user.applications)},"groups":${JSON.stringify(user.groups)}` +
-      `,"apikeys":${this.apikeys(user)},${this.userTail(user)}`;
+    const out = this.out.begin();
+    this.userHead(user);
+    out.add(',"organization":', JSON.stringify(user.organization), ',');
+    if (!minimal) {
+      out.add('"applications":', JSON.stringify(user.applications));
+      out.add(',"groups":', JSON.stringify(user.groups), ',"apikeys":');
+      this.apikeys(user);
+      out.add(',');
+    }
+    this.userTail(user);
+    return out.text();
   }
+
 }
