@@ -22,10 +22,8 @@ import { RuntimeStats } from './http/runtime-stats.js';
 import { faultSettingsFromEnv, withFaults } from './persist/fault-injection.js';
 import { openPersistence, type Persistence } from './persist/persistence.js';
 import type { SnapshotWritten } from './persist/snapshot.js';
-import { ClusterCommitter } from './cluster/cluster-committer.js';
-import { ClusterNode } from './cluster/cluster-node.js';
 import type { NodeReadiness } from './cluster/node-status.js';
-import { shareFailures, type SharedFailures } from './cluster/shared-failures.js';
+import type { SharedFailures } from './cluster/shared-failures.js';
 import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
 import { WalError } from './persist/wal.js';
@@ -143,6 +141,10 @@ async function openEmbedded(config: Config, logger: Logger, clock: MicrosClock, 
 }
 
 async function openCluster(config: Config, cluster: ClusterConfig, logger: Logger, clock: MicrosClock, identity: Identity, keyFingerprint: string): Promise<Store> {
+  // Loaded only in cluster mode: the NATS client's modules would lengthen every embedded start for nothing.
+  const [{ ClusterNode }, { ClusterCommitter }, { shareFailures }] = await Promise.all([
+    import('./cluster/cluster-node.js'), import('./cluster/cluster-committer.js'), import('./cluster/shared-failures.js'),
+  ]);
   const node = await ClusterNode.open({
     cluster, dataDir: config.dataDir, keyFingerprint, logger,
     snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
