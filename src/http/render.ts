@@ -49,6 +49,8 @@ const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 class Pieces {
   private readonly list: string[] = [];
   private count = 0;
+  /** No item of the list under way yet (startList). */
+  private first = true;
 
   /** Starts a rendering: whatever a rendering that threw left behind is dropped. */
   begin(): this {
@@ -63,10 +65,28 @@ class Pieces {
     if (c !== undefined) this.list[this.count++] = c;
   }
 
+  /** `open` (ending in a bracket): the items that follow are separated by commas (nextItem). */
+  startList(open: string): void {
+    this.add(open);
+    this.first = true;
+  }
+
+  /** Before each item of a list: a comma, but for its first. */
+  nextItem(): void {
+    if (this.first) this.first = false;
+    else this.add(',');
+  }
+
   /** s as a JSON string literal: plain text as it is between quotes, no new string. */
   string(s: string): void {
     if (plainText.test(s)) this.add('"', s, '"');
     else this.add(JSON.stringify(s));
+  }
+
+  /** A field's opening (`,"name":`) and s as a JSON string literal. */
+  field(opening: string, s: string): void {
+    this.add(opening);
+    this.string(s);
   }
 
   timestamp(micros: number): void {
@@ -178,16 +198,11 @@ export class Renderer {
   /** The fields every rendering of a User starts with, up to its custom_data, without the closing brace. */
   private userHead(user: User): void {
     const out = this.out;
-    out.add('{"id":');
-    out.string(user.id);
-    out.add(',"username":');
-    out.string(user.email);
-    out.add(',"email":');
-    out.string(user.email);
-    out.add(',"name":');
-    out.string(user.name);
-    out.add(',"status":');
-    out.string(user.status);
+    out.field('{"id":', user.id);
+    out.field(',"username":', user.email);
+    out.field(',"email":', user.email);
+    out.field(',"name":', user.name);
+    out.field(',"status":', user.status);
     out.add(',"custom_data":', JSON.stringify(user.customData ?? null));
   }
 
@@ -207,10 +222,36 @@ export class Renderer {
 
   private apikeys(user: User): void {
     const out = this.out;
-    out.add('[');
-    for (let i = 0; i < user.apikeys.length; i++) {
-      if (i > 0) out.add(',');
-      out.add(this.apikey(user.id, user.apikeys[i]!));
+    out.startList('[');
+    for (const key of user.apikeys) {
+      out.nextItem();
+      out.add(this.apikey(user.id, key));
+    }
+    out.add(']');
+  }
+
+  /** The User's Applications that still exist: in full, or in brief (id, name, status). */
+  private applicationsOf(user: User, brief: boolean): void {
+    const out = this.out;
+    out.startList(',"applications":[');
+    for (const id of user.applications) {
+      const app = this.state.application(id);
+      if (app === undefined) continue;
+      out.nextItem();
+      out.add(brief ? memo(this.applicationBriefJson, app, applicationBrief) : this.application(app));
+    }
+    out.add(']');
+  }
+
+  /** The User's Groups that still exist: in full, or in brief (id, name, status, Application). */
+  private groupsOf(user: User, brief: boolean): void {
+    const out = this.out;
+    out.startList(',"groups":[');
+    for (const id of user.groups) {
+      const group = this.state.group(id);
+      if (group === undefined) continue;
+      out.nextItem();
+      out.add(brief ? memo(this.groupBriefJson, group, groupBrief) : this.group(group));
     }
     out.add(']');
   }
@@ -227,25 +268,10 @@ export class Renderer {
   userFull(user: User): string {
     const out = this.out.begin();
     this.userHead(user);
-    out.add(',"organization":', this.organizationBrief(user), ',"applications":[');
-    let first = true;
-    for (const id of user.applications) {
-      const app = this.state.application(id);
-      if (app === undefined) continue;
-      if (!first) out.add(',');
-      out.add(this.application(app));
-      first = false;
-    }
-    out.add('],"groups":[');
-    first = true;
-    for (const id of user.groups) {
-      const group = this.state.group(id);
-      if (group === undefined) continue;
-      if (!first) out.add(',');
-      out.add(this.group(group));
-      first = false;
-    }
-    out.add('],"apikeys":');
+    out.add(',"organization":', this.organizationBrief(user));
+    this.applicationsOf(user, false);
+    this.groupsOf(user, false);
+    out.add(',"apikeys":');
     this.apikeys(user);
     out.add(',');
     this.userTail(user);
@@ -263,35 +289,16 @@ export class Renderer {
     const out = this.out.begin();
     this.userHead(user);
     const org = this.state.organization(user.organization);
-    out.add(',"organization":', org === undefined ? 'null' : memo(this.organizationIdNameJson, org, organizationIdName), ',"applications":[');
-    let first = true;
-    for (const id of user.applications) {
-      const app = this.state.application(id);
-      if (app === undefined) continue;
-      if (!first) out.add(',');
-      out.add(memo(this.applicationBriefJson, app, applicationBrief));
-      first = false;
-    }
-    out.add('],"groups":[');
-    first = true;
-    for (const id of user.groups) {
-      const group = this.state.group(id);
-      if (group === undefined) continue;
-      if (!first) out.add(',');
-      out.add(memo(this.groupBriefJson, group, groupBrief));
-      first = false;
-    }
-    out.add('],"apikeys":[');
-    first = true;
+    out.add(',"organization":', org === undefined ? 'null' : memo(this.organizationIdNameJson, org, organizationIdName));
+    this.applicationsOf(user, true);
+    this.groupsOf(user, true);
+    out.startList(',"apikeys":[');
     for (const k of user.apikeys) {
-      out.add(first ? '{"id":' : ',{"id":');
-      out.string(k.id);
-      out.add(',"name":');
-      out.string(k.name);
-      out.add(',"status":');
-      out.string(k.status);
+      out.nextItem();
+      out.field('{"id":', k.id);
+      out.field(',"name":', k.name);
+      out.field(',"status":', k.status);
       out.add('}');
-      first = false;
     }
     out.add('],');
     this.userTail(user);
