@@ -388,5 +388,4 @@ export class Renderer {
     this.userTail(user);
     return out.text();
   }
-
 }
