@@ -98,6 +98,11 @@ function uwsSink(res: Uws.HttpResponse, state: RequestState): StreamSink {
   };
 }
 
+/** uWS's ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (libusockets' flag; the typings do not export the constant). */
+const listenExclusivePort = 1;
+/** listen(host, port, options, cb): the builds take it, though their typings name options only without a host. */
+type ListenWithOptions = (host: string, port: number, options: number, cb: (listenSocket: Uws.us_listen_socket | false) => void) => Uws.TemplatedApp;
+
 /** uWS reports methods in lower case; the usual ones map to constants instead of a new upper-cased string per request. */
 const upperMethods: ReadonlyMap<string, string> = new Map(['get', 'post', 'put', 'delete', 'patch', 'head', 'options'].map((m) => [m, m.toUpperCase()]));
 const methodsWithBody: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
@@ -280,7 +285,9 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
   });
 
   return new Promise((resolve, reject) => {
-    app.listen(opts.host, opts.port, (listenSocket) => {
+    // Exclusive, as node:http listens: uWS otherwise sets SO_REUSEPORT, and a second authd started on this port by
+    // mistake (another data directory) would silently take part of the traffic and answer it from its own state.
+    (app as unknown as { listen: ListenWithOptions }).listen(opts.host, opts.port, listenExclusivePort, (listenSocket) => {
       if (listenSocket === false) {
         reject(new Error(`cannot listen on ${opts.host}:${opts.port}`));
         return;
