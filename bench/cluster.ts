@@ -20,9 +20,9 @@ import { seedDataDir, type Fixtures } from './lib/dataset.js';
 import { distPath, freePort, removeOnExit, startChild, type Child } from './lib/processes.js';
 import { Prng } from './lib/prng.js';
 import { adminHeaders, endUserAddress } from './lib/scenario-kit.js';
+import { parseSideBenchArgs, type SideBenchArgs } from './lib/side-args.js';
 import { autocannonGenerator, ensureWrk, wrkGenerator, type Generator, type GenRequest } from './lib/wrk.js';
 
-interface Args { users: number; quick: boolean; keep: boolean; connections: number }
 
 /** Targets from issue 25. */
 const authRatioMin = 0.9;
@@ -38,20 +38,11 @@ const authMeasureS = 10;
 const authRequests = 100_000;
 const startTimeoutMs = 120_000;
 
-function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { users: 1_000_000, quick: false, keep: false, connections: 50 };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--cluster') continue;
-    if (arg === '--quick') { args.quick = true; continue; }
-    if (arg === '--keep') { args.keep = true; continue; }
-    const value = argv[++i];
-    if (arg === '--users' && value !== undefined) args.users = Number(value.replace(/_/g, ''));
-    else if (arg === '--connections' && value !== undefined) args.connections = Number(value);
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench -- --cluster [--users N] [--quick] [--keep] [--connections N]`);
-  }
-  if (args.quick && !argv.includes('--users')) args.users = 50_000;
-  return args;
+function parseArgs(argv: readonly string[]): SideBenchArgs {
+  return parseSideBenchArgs(argv, {
+    flag: '--cluster', users: 1_000_000, quickUsers: 50_000, connections: 50,
+    usage: 'npm run bench -- --cluster [--users N] [--quick] [--keep] [--connections N]',
+  });
 }
 
 const log = (line: string): void => { process.stdout.write(`cluster-bench: ${line}\n`); };

@@ -19,6 +19,7 @@ import { apikeyDistinctRequests } from './lib/real-traffic.js';
 import { describeCpu, machine, ms, type CpuShare, type Machine } from './lib/report.js';
 import { adminHeaders, endUserAddress } from './lib/scenario-kit.js';
 import type { SignCosts, TokenToVerify, VerifyCosts } from './lib/token-costs.js';
+import { parseSideBenchArgs, type SideBenchArgs } from './lib/side-args.js';
 import { autocannonGenerator, ensureWrk, wrkGenerator, type GenLoadResult, type Generator } from './lib/wrk.js';
 
 /** Targets from issue 26. */
@@ -49,24 +50,8 @@ const addressesPerRow = 1 << 20;
 
 const usage = 'npm run bench -- --tokens [--quick] [--users N] [--keep] [--connections N]';
 
-interface Args { quick: boolean; users: number; keep: boolean; connections: number }
-
-function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, users: 0, keep: false, connections: connectionsDefault };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--tokens') continue;
-    if (arg === '--quick') { args.quick = true; continue; }
-    if (arg === '--keep') { args.keep = true; continue; }
-    const value = argv[++i];
-    if (arg === '--users' && value !== undefined) args.users = Number(value.replace(/_/g, ''));
-    else if (arg === '--connections' && value !== undefined) args.connections = Number(value);
-    else throw new Error(`unknown argument ${arg}; usage: ${usage}`);
-  }
-  if (args.users === 0) args.users = args.quick ? quickUsers : usersDefault;
-  if (!Number.isSafeInteger(args.users) || args.users < 1) throw new Error('--users must be a positive integer');
-  if (!Number.isSafeInteger(args.connections) || args.connections < 1) throw new Error('--connections must be a positive integer');
-  return args;
+function parseArgs(argv: readonly string[]): SideBenchArgs {
+  return parseSideBenchArgs(argv, { flag: '--tokens', users: usersDefault, quickUsers, connections: connectionsDefault, usage });
 }
 
 const log = (line: string): void => { process.stdout.write(`tokens-bench: ${line}\n`); };
@@ -238,7 +223,7 @@ function table(rows: readonly Row[], baselineUs: number): string {
 }
 
 interface Run {
-  readonly args: Args;
+  readonly args: SideBenchArgs;
   readonly times: typeof fullTimes;
   readonly root: string;
   readonly keyFile: string;
