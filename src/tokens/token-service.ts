@@ -6,6 +6,7 @@ import {
 } from 'jose';
 import { jwtSecretBytesNew, tokenCharsMax, tokenJtiPoolBytes, tokenJtiRandomBytes } from '../config/limits.js';
 import { tokenAlgs, type Application, type JsonObject, type SigningAlg, type SigningKey, type TokenAlg, type User } from '../domain/entities.js';
+import { mayAuthenticate } from '../service/authenticator.js';
 import type { Commits } from '../service/committer.js';
 import { rotateSigningKeys } from '../store/decide.js';
 import type { State } from '../store/state.js';
@@ -107,10 +108,9 @@ export class TokenService {
   private stillStands(payload: JWTPayload): boolean {
     const { aud, sub } = payload;
     if (typeof aud !== 'string' || typeof sub !== 'string') return false;
-    const app = this.state.application(aud);
     const user = this.state.user(sub);
-    if (app === undefined || app.status !== 'ENABLED' || user === undefined || user.status === 'DISABLED') return false;
-    if (!user.applications.includes(app.id)) return false;
+    // The rule a new authentication meets: the Application ENABLED, the User not DISABLED and in it.
+    if (user === undefined || !mayAuthenticate(user, this.state.application(aud))) return false;
     return (user.passwordChangedAt ?? 0) <= issuedAtMicros(payload);
   }
 
