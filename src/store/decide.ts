@@ -1,12 +1,13 @@
 // Commands to records: (state, validated input, context) -> the ops of one record, or a DomainError. Reads state, writes nothing.
 
 import {
-  apikeysPerUserMax, applicationsPerUserMax, groupsPerUserMax, signingKeyPublishedAfterRetireMs, tokenTtlSecondsDefault,
+  apikeysPerUserMax, applicationsPerUserMax, groupsPerUserMax, tokenTtlSecondsDefault,
 } from '../config/limits.js';
 import type {
   ApiKey, Application, Group, JsonObject, Meta, Op, Organization, SigningAlg, SigningKey, Status, TokenSettings, User, UserStatus,
 } from '../domain/entities.js';
 import { emailKey, normalizeEmail } from '../domain/email.js';
+import { currentKey, isPublished } from '../domain/signing-keys.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import { isAdminRoles, rolesWithin, type Role } from '../domain/roles.js';
 import type { State } from './state.js';
@@ -647,13 +648,12 @@ export function rotateSigningKeys(
   const meta = state.meta;
   if (meta === undefined) throw new DomainError('not_found', 'This data directory has no base Application yet.');
   const now = ctx.now;
-  const current = (alg: SigningAlg) => meta.signingKeys?.find((k) => k.alg === alg && k.retiredAt === 0)?.kid;
-  const adding = fresh.filter((k) => expected === undefined || expected.get(k.alg) === current(k.alg));
+  const adding = fresh.filter((k) => expected === undefined || expected.get(k.alg) === currentKey(meta.signingKeys, k.alg)?.kid);
   if (adding.length === 0) return { ops: [], result: meta.signingKeys ?? [] };
   const replaced = new Set(adding.map((k) => k.alg));
   const kept = (meta.signingKeys ?? [])
     .map((k) => (k.retiredAt === 0 && replaced.has(k.alg) ? { ...k, retiredAt: now } : k))
-    .filter((k) => k.retiredAt === 0 || k.retiredAt + signingKeyPublishedAfterRetireMs * 1000 > now);
+    .filter((k) => isPublished(k, now));
   const signingKeys = [...kept, ...adding.map((k) => ({ ...k, createdAt: now }))];
   return { ops: [{ op: 'put', kind: 'meta', value: { ...meta, signingKeys } }], result: signingKeys };
 }

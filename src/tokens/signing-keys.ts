@@ -1,7 +1,6 @@
-// The service's signing keys: making one (jose), which are current, and which are still published.
+// Making the service's signing keys (jose); which is current and which are published: src/domain/signing-keys.ts.
 
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair } from 'jose';
-import { signingKeyPublishedAfterRetireMs } from '../config/limits.js';
 import type { JsonObject, SigningAlg, SigningKey } from '../domain/entities.js';
 import type { Sealer } from './sealer.js';
 
@@ -15,17 +14,4 @@ export async function newSigningKey(alg: SigningAlg, sealer: Sealer): Promise<Si
   for (const [k, v] of Object.entries(jwk)) if (typeof v === 'string') publicJwk[k] = v;
   const kid = await calculateJwkThumbprint(jwk);
   return { kid, alg, publicJwk, sealedPrivate: sealer.seal(await exportPKCS8(privateKey), 'signing-key'), createdAt: 0, retiredAt: 0 };
-}
-
-export function currentKey(keys: readonly SigningKey[] | undefined, alg: SigningAlg): SigningKey | undefined {
-  return keys?.find((k) => k.alg === alg && k.retiredAt === 0);
-}
-
-/** Until when (µs) a key is published: for ever while current, else until every token it signed has expired. */
-export function publishedUntil(key: SigningKey): number {
-  return key.retiredAt === 0 ? Infinity : key.retiredAt + signingKeyPublishedAfterRetireMs * 1000;
-}
-
-export function isPublished(key: SigningKey, now: number): boolean {
-  return publishedUntil(key) > now;
 }

@@ -2,7 +2,7 @@
 
 import type { SigningKey } from '../../domain/entities.js';
 import { formatTimestamp } from '../../domain/time.js';
-import { isPublished, publishedUntil } from '../../tokens/signing-keys.js';
+import { isPublished, publishedUntil } from '../../domain/signing-keys.js';
 import { tokenIntrospect } from '../bodies.js';
 import { listOf, obj, ref, str } from '../openapi.js';
 import { route, type RouteDecl } from '../route.js';
