@@ -55,8 +55,9 @@ type Subset = { readonly size: number; has(id: string): boolean; [Symbol.iterato
  * costs much more than the cheaper of the two.
  */
 function pageOfSubset<T extends Created>(
-  ids: Subset | undefined, order: CreationOrder, map: Lookup<T>, after: PagePosition | undefined, limit: number,
+  ids: Subset | undefined, order: CreationOrder, map: Lookup<T>, after: PagePosition | undefined, limit: number, offset: number,
 ): Page<T> {
+  if (offset > 0) return offsetPageOfSubset(ids, order, map, offset, limit);
   if (ids === undefined || ids.size === 0) return { items: [], more: false };
   const sortCost = Math.ceil(ids.size * Math.log2(ids.size + 1)) + pageSubsetWalkSlotsMin;
   const walked = order.after(after, limit, (id) => ids.has(id), sortCost);
@@ -87,6 +88,11 @@ function offsetPageOfSubset<T extends Created>(ids: Subset | undefined, order: C
   const members: T[] = [];
   for (const id of ids) members.push(map.get(id)!);
   return sliceInCreationOrder(members, offset, limit);
+}
+
+/** A page of a whole kind: after a cursor's entity, or `offset` entities into the order (offset paging). */
+function pageOfKind<T extends Created>(order: CreationOrder, map: Lookup<T>, after: PagePosition | undefined, limit: number, offset: number): Page<T> {
+  return resolvePage((offset > 0 ? order.fromOffset(offset, limit) : order.after(after, limit))!, map);
 }
 
 /**
@@ -586,72 +592,38 @@ export class State {
     };
   }
 
-  // ---- pages in creation order, from a cursor position (src/store/creation-order.ts) ----
+  // ---- pages in creation order, after a cursor position or from an offset (src/store/creation-order.ts, src/http/paging.ts) ----
 
-  pageApplications(after: PagePosition | undefined, limit: number): Page<Application> {
-    return resolvePage(this.applicationOrder.after(after, limit)!, this.applications);
+  pageApplications(after: PagePosition | undefined, limit: number, offset = 0): Page<Application> {
+    return pageOfKind(this.applicationOrder, this.applications, after, limit, offset);
   }
 
-  pageGroups(after: PagePosition | undefined, limit: number): Page<Group> {
-    return resolvePage(this.groupOrder.after(after, limit)!, this.groups);
+  pageGroups(after: PagePosition | undefined, limit: number, offset = 0): Page<Group> {
+    return pageOfKind(this.groupOrder, this.groups, after, limit, offset);
   }
 
-  pageOrganizations(after: PagePosition | undefined, limit: number): Page<Organization> {
-    return resolvePage(this.organizationOrder.after(after, limit)!, this.organizations);
+  pageOrganizations(after: PagePosition | undefined, limit: number, offset = 0): Page<Organization> {
+    return pageOfKind(this.organizationOrder, this.organizations, after, limit, offset);
   }
 
-  pageUsers(after: PagePosition | undefined, limit: number): Page<User> {
-    return resolvePage(this.userOrder.after(after, limit)!, this.users);
+  pageUsers(after: PagePosition | undefined, limit: number, offset = 0): Page<User> {
+    return pageOfKind(this.userOrder, this.users, after, limit, offset);
   }
 
-  pageUsersOfApplication(applicationId: string, after: PagePosition | undefined, limit: number): Page<User> {
-    return pageOfSubset(this.settledMembers(this.usersByApplication).view(applicationId), this.userOrder, this.users, after, limit);
+  pageUsersOfApplication(applicationId: string, after: PagePosition | undefined, limit: number, offset = 0): Page<User> {
+    return pageOfSubset(this.settledMembers(this.usersByApplication).view(applicationId), this.userOrder, this.users, after, limit, offset);
   }
 
-  pageUsersOfGroup(groupId: string, after: PagePosition | undefined, limit: number): Page<User> {
-    return pageOfSubset(this.settledMembers(this.usersByGroup).view(groupId), this.userOrder, this.users, after, limit);
+  pageUsersOfGroup(groupId: string, after: PagePosition | undefined, limit: number, offset = 0): Page<User> {
+    return pageOfSubset(this.settledMembers(this.usersByGroup).view(groupId), this.userOrder, this.users, after, limit, offset);
   }
 
-  pageUsersOfOrganization(orgId: string, after: PagePosition | undefined, limit: number): Page<User> {
-    return pageOfSubset(this.settledMembers(this.usersByOrganization).view(orgId), this.userOrder, this.users, after, limit);
+  pageUsersOfOrganization(orgId: string, after: PagePosition | undefined, limit: number, offset = 0): Page<User> {
+    return pageOfSubset(this.settledMembers(this.usersByOrganization).view(orgId), this.userOrder, this.users, after, limit, offset);
   }
 
-  pageGroupsOfApplication(applicationId: string, after: PagePosition | undefined, limit: number): Page<Group> {
-    return pageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, after, limit);
-  }
-
-  // From an offset (offset paging, src/http/paging.ts): the page that many entities into the same order.
-
-  pageApplicationsFrom(offset: number, limit: number): Page<Application> {
-    return resolvePage(this.applicationOrder.fromOffset(offset, limit)!, this.applications);
-  }
-
-  pageGroupsFrom(offset: number, limit: number): Page<Group> {
-    return resolvePage(this.groupOrder.fromOffset(offset, limit)!, this.groups);
-  }
-
-  pageOrganizationsFrom(offset: number, limit: number): Page<Organization> {
-    return resolvePage(this.organizationOrder.fromOffset(offset, limit)!, this.organizations);
-  }
-
-  pageUsersFrom(offset: number, limit: number): Page<User> {
-    return resolvePage(this.userOrder.fromOffset(offset, limit)!, this.users);
-  }
-
-  pageUsersOfApplicationFrom(applicationId: string, offset: number, limit: number): Page<User> {
-    return offsetPageOfSubset(this.settledMembers(this.usersByApplication).view(applicationId), this.userOrder, this.users, offset, limit);
-  }
-
-  pageUsersOfGroupFrom(groupId: string, offset: number, limit: number): Page<User> {
-    return offsetPageOfSubset(this.settledMembers(this.usersByGroup).view(groupId), this.userOrder, this.users, offset, limit);
-  }
-
-  pageUsersOfOrganizationFrom(orgId: string, offset: number, limit: number): Page<User> {
-    return offsetPageOfSubset(this.settledMembers(this.usersByOrganization).view(orgId), this.userOrder, this.users, offset, limit);
-  }
-
-  pageGroupsOfApplicationFrom(applicationId: string, offset: number, limit: number): Page<Group> {
-    return offsetPageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, offset, limit);
+  pageGroupsOfApplication(applicationId: string, after: PagePosition | undefined, limit: number, offset = 0): Page<Group> {
+    return pageOfSubset(this.groupIdsByApplication.get(applicationId), this.groupOrder, this.groups, after, limit, offset);
   }
 
   /** A page of Users matching a lowercase search term, to be worked out in bounded steps (src/store/search-page.ts). */

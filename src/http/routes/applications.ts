@@ -21,11 +21,9 @@ export const applicationRoutes: readonly RouteDecl[] = [
     kind: 'application', plural: 'applications', base: '/applications/application', param: 'appid', title: 'Application',
     summaries: { create: 'Create an Application', delete: 'Delete a DISABLED Application without Users or Groups' },
     createBody: applicationCreate, updateBody: applicationUpdate,
-    all: (s) => s.allApplications(), page: (s, after, limit) => s.pageApplications(after, limit), pageFrom: (s, offset, limit) => s.pageApplicationsFrom(offset, limit),
-    must: decide.mustApplication,
+    all: (s) => s.allApplications(), page: (s, after, limit, offset) => s.pageApplications(after, limit, offset), must: decide.mustApplication,
     render: (r, a) => r.application(a), create: decide.createApplication, update: decide.updateApplication, remove: decide.deleteApplication,
-    users: (s, id) => s.usersOfApplication(id), usersPage: (s, id, after, limit) => s.pageUsersOfApplication(id, after, limit),
-    usersPageFrom: (s, id, offset, limit) => s.pageUsersOfApplicationFrom(id, offset, limit),
+    users: (s, id) => s.usersOfApplication(id), usersPage: (s, id, after, limit, offset) => s.pageUsersOfApplication(id, after, limit, offset),
     guard: (ctx, { id }) => guardBase(ctx, id),
     // Sealed before deciding: the secret the caller gave, else a new one, used only if HS256 ends up on without one.
     prepare: (ctx, input) => {
@@ -43,10 +41,7 @@ export const applicationRoutes: readonly RouteDecl[] = [
     handler: ({ params, query, deps: { state, renderer } }) => {
       const id = decide.mustApplication(state, pathId(params, 'appid')).id;
       const page = pageRequest(query);
-      if (page !== undefined) {
-        const found = page.offset > 0 ? state.pageGroupsOfApplicationFrom(id, page.offset, page.limit) : state.pageGroupsOfApplication(id, page.after, page.limit);
-        return { result: pageResult('groups', found, (g) => renderer.group(g)) };
-      }
+      if (page !== undefined) return { result: pageResult('groups', state.pageGroupsOfApplication(id, page.after, page.limit, page.offset), (g) => renderer.group(g)) };
       return listing('groups', rendering(state.groupsOfApplication(id), (g) => renderer.group(g)));
     },
   }),

@@ -26,17 +26,15 @@ export interface Collection<E extends PagePosition, C, U> {
   readonly createBody: Schema<C>;
   readonly updateBody: Schema<U>;
   all(state: State): Iterable<E>;
-  page(state: State, after: PagePosition | undefined, limit: number): Page<E>;
-  /** The page `offset` entities into the same order (offset paging). */
-  pageFrom(state: State, offset: number, limit: number): Page<E>;
+  /** After a cursor's entity, or `offset` entities into the order (offset paging). */
+  page(state: State, after: PagePosition | undefined, limit: number, offset: number): Page<E>;
   must(state: State, id: string): E;
   render(renderer: Renderer, entity: E): string;
   create(state: State, input: C, ctx: DecideContext): Decision<E>;
   update(state: State, id: string, input: U, ctx: DecideContext): Decision<E>;
   remove(state: State, id: string): Decision<true>;
   users(state: State, id: string): User[];
-  usersPage(state: State, id: string, after: PagePosition | undefined, limit: number): Page<User>;
-  usersPageFrom(state: State, id: string, offset: number, limit: number): Page<User>;
+  usersPage(state: State, id: string, after: PagePosition | undefined, limit: number, offset: number): Page<User>;
   /** Refuses a change that needs more than `manage` (the base Application and its Groups need admin). */
   guard?(ctx: RouteContext<unknown>, change: { readonly id?: string; readonly input?: C }): void;
   /** Readies a create's or update's input before it is decided (Applications seal their HS256 secret). */
@@ -55,11 +53,7 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
       access: 'read', audit: 'none', result: listOf(c.plural, schema),
       handler: (ctx) => {
         const page = pageRequest(ctx.query);
-        if (page !== undefined) {
-          const { state } = ctx.deps;
-          const found = page.offset > 0 ? c.pageFrom(state, page.offset, page.limit) : c.page(state, page.after, page.limit);
-          return { result: pageResult(c.plural, found, render(ctx)) };
-        }
+        if (page !== undefined) return { result: pageResult(c.plural, c.page(ctx.deps.state, page.after, page.limit, page.offset), render(ctx)) };
         return listing(c.plural, rendering(c.all(ctx.deps.state), render(ctx)));
       },
     }),
@@ -113,10 +107,7 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
         const id = c.must(deps.state, pathId(params, c.param)).id;
         const page = pageRequest(query);
         const minimal = minimalRequested(query);
-        if (page !== undefined) {
-          const found = page.offset > 0 ? c.usersPageFrom(deps.state, id, page.offset, page.limit) : c.usersPage(deps.state, id, page.after, page.limit);
-          return { result: pageResult('users', found, (u) => deps.renderer.userIds(u, minimal)) };
-        }
+        if (page !== undefined) return { result: pageResult('users', c.usersPage(deps.state, id, page.after, page.limit, page.offset), (u) => deps.renderer.userIds(u, minimal)) };
         return listing('users', rendering(c.users(deps.state, id), (u) => deps.renderer.userIds(u, minimal)));
       },
     }),

@@ -12,13 +12,11 @@ export const groupRoutes: readonly RouteDecl[] = collectionRoutes<Group, GroupCr
   kind: 'group', plural: 'groups', base: '/groups/group', param: 'groupid', title: 'Group',
   summaries: { create: 'Create a Group in an Application', delete: 'Delete a DISABLED Group' },
   createBody: groupCreate, updateBody: groupUpdate,
-  all: (s) => s.allGroups(), page: (s, after, limit) => s.pageGroups(after, limit), pageFrom: (s, offset, limit) => s.pageGroupsFrom(offset, limit),
-  must: decide.mustGroup,
+  all: (s) => s.allGroups(), page: (s, after, limit, offset) => s.pageGroups(after, limit, offset), must: decide.mustGroup,
   render: (r, g) => r.group(g),
   create: (s, input, ctx) => decide.createGroup(s, { ...input, name: input.name!, application: input.application! }, ctx),
   update: decide.updateGroup, remove: decide.deleteGroup,
-  users: (s, id) => s.usersOfGroup(id), usersPage: (s, id, after, limit) => s.pageUsersOfGroup(id, after, limit),
-  usersPageFrom: (s, id, offset, limit) => s.pageUsersOfGroupFrom(id, offset, limit),
+  users: (s, id) => s.usersOfGroup(id), usersPage: (s, id, after, limit, offset) => s.pageUsersOfGroup(id, after, limit, offset),
   guard: (ctx, { id, input }) => {
     const application = input?.application ?? (id === undefined ? undefined : ctx.deps.state.group(id)?.application);
     if (ctx.deps.state.isBaseApplication(application)) requireAdmin(ctx, 'Changing a Group of the base Application');

@@ -12,11 +12,9 @@ export const organizationRoutes: readonly RouteDecl[] = collectionRoutes<Organiz
   kind: 'organization', plural: 'organizations', base: '/organizations/organization', param: 'orgid', title: 'Organization',
   summaries: { create: 'Create an Organization (name unique, case-insensitively)', delete: 'Delete a DISABLED Organization without Users (never the default one)' },
   createBody: organizationCreate, updateBody: organizationUpdate,
-  all: (s) => s.allOrganizations(), page: (s, after, limit) => s.pageOrganizations(after, limit), pageFrom: (s, offset, limit) => s.pageOrganizationsFrom(offset, limit),
-  must: decide.mustOrganization,
+  all: (s) => s.allOrganizations(), page: (s, after, limit, offset) => s.pageOrganizations(after, limit, offset), must: decide.mustOrganization,
   render: (r, o) => r.organization(o),
   create: (s, input, ctx) => decide.createOrganization(s, { ...input, name: input.name! }, ctx),
   update: decide.updateOrganization, remove: decide.deleteOrganization,
-  users: (s, id) => s.usersOfOrganization(id), usersPage: (s, id, after, limit) => s.pageUsersOfOrganization(id, after, limit),
-  usersPageFrom: (s, id, offset, limit) => s.pageUsersOfOrganizationFrom(id, offset, limit),
+  users: (s, id) => s.usersOfOrganization(id), usersPage: (s, id, after, limit, offset) => s.pageUsersOfOrganization(id, after, limit, offset),
 });

@@ -82,10 +82,7 @@ export const userRoutes: readonly RouteDecl[] = [
     handler: ({ query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
       const render = userRenderer(renderer, query);
-      if (page !== undefined) {
-        const found = page.offset > 0 ? state.pageUsersFrom(page.offset, page.limit) : state.pageUsers(page.after, page.limit);
-        return { result: pageResult('users', found, render) };
-      }
+      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit, page.offset), render) };
       // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
       return listing('users', rendering(state.allUsers(), render));
     },
