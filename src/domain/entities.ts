@@ -16,7 +16,8 @@ export type UserStatus = 'UNVERIFIED' | 'ENABLED' | 'DISABLED';
 export const tokenAlgs = ['EdDSA', 'ES256', 'HS256'] as const;
 export type TokenAlg = (typeof tokenAlgs)[number];
 /** The algorithms signed with the service's own keys (published in the JWKS); HS256 uses an Application's secret. */
-export type SigningAlg = 'EdDSA' | 'ES256';
+export const signingAlgs = ['EdDSA', 'ES256'] as const satisfies readonly TokenAlg[];
+export type SigningAlg = (typeof signingAlgs)[number];
 
 /** Whether POST /authenticate also answers an access token, how long it lives and how it is signed. */
 export interface TokenSettings {

@@ -6,7 +6,7 @@
 import {
   idCharsMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax, searchTermCharsMax, tokenTtlSecondsDefault, tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
-import { tokenAlgs } from '../domain/entities.js';
+import { signingAlgs, tokenAlgs } from '../domain/entities.js';
 import { errorCatalog } from '../domain/errors.js';
 import { roleNames, rolesGranting } from '../domain/roles.js';
 import type { RouteDecl } from './route.js';
@@ -68,7 +68,7 @@ const entitySchemas: Record<string, JsonSchema> = {
     additionalProperties: true,
   },
   SigningKey: obj({
-    kid: str, alg: { type: 'string', enum: ['EdDSA', 'ES256'] }, status: { type: 'string', enum: ['current', 'retired'] },
+    kid: str, alg: { type: 'string', enum: [...signingAlgs] }, status: { type: 'string', enum: ['current', 'retired'] },
     created_at: timestamp, published_until: { type: 'string', description: 'When a retired key leaves the JWKS; empty for a current key.' },
   }),
   Group: obj({

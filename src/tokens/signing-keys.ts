@@ -4,8 +4,6 @@ import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair } from 
 import type { JsonObject, SigningAlg, SigningKey } from '../domain/entities.js';
 import type { Sealer } from './sealer.js';
 
-export const signingAlgs: readonly SigningAlg[] = ['EdDSA', 'ES256'];
-
 /** A new key pair for alg, its private half sealed; current (retiredAt 0) until a rotation replaces it, which also sets createdAt. */
 export async function newSigningKey(alg: SigningAlg, sealer: Sealer): Promise<SigningKey> {
   const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });

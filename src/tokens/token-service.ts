@@ -6,13 +6,13 @@ import {
 } from 'jose';
 import { jwtSecretBytesNew, tokenCharsMax, tokenJtiPoolBytes, tokenJtiRandomBytes } from '../config/limits.js';
 import { currentKey, isPublished, publishedUntil } from '../domain/signing-keys.js';
-import { tokenAlgs, type Application, type JsonObject, type SigningAlg, type SigningKey, type TokenAlg, type User } from '../domain/entities.js';
+import { signingAlgs, tokenAlgs, type Application, type JsonObject, type SigningAlg, type SigningKey, type TokenAlg, type User } from '../domain/entities.js';
 import { mayAuthenticate } from '../service/authenticator.js';
 import type { Commits } from '../service/committer.js';
 import { rotateSigningKeys } from '../store/decide.js';
 import type { State } from '../store/state.js';
 import type { Sealer } from './sealer.js';
-import { newSigningKey, signingAlgs } from './signing-keys.js';
+import { newSigningKey } from './signing-keys.js';
 
 /** What a successful authentication adds to its answer. */
 export interface Issued {
