@@ -38,6 +38,16 @@ export class Sealer {
     return version + Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64url');
   }
 
+  /** Whether the value opens: sealed for this purpose under this key, and whole. */
+  opens(sealed: string, purpose: SealPurpose): boolean {
+    try {
+      this.open(sealed, purpose);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The plaintext; a SealError if it was not sealed for this purpose under this key. */
   open(sealed: string, purpose: SealPurpose): string {
     if (!sealed.startsWith(version)) throw new SealError();

@@ -168,7 +168,7 @@ export class TokenService {
    */
   async rotate(committer: Commits, only: 'all' | 'missing'): Promise<{ readonly keys: readonly SigningKey[]; readonly made: readonly SigningAlg[] }> {
     const seen = new Map(signingAlgs.map((alg) => [alg, currentKey(this.state.meta?.signingKeys, alg)] as const));
-    const algs = only === 'all' ? signingAlgs : signingAlgs.filter((alg) => { const k = seen.get(alg); return k === undefined || !this.opens(k); });
+    const algs = only === 'all' ? signingAlgs : signingAlgs.filter((alg) => { const k = seen.get(alg); return k === undefined || !this.sealer.opens(k.sealedPrivate, 'signing-key'); });
     if (algs.length === 0) return { keys: this.state.meta?.signingKeys ?? [], made: [] };
     const fresh = await Promise.all(algs.map((alg) => newSigningKey(alg, this.sealer)));
     const expected = only === 'all' ? undefined : new Map(signingAlgs.map((alg) => [alg, seen.get(alg)?.kid] as const));
@@ -180,12 +180,7 @@ export class TokenService {
   unopenedSecrets(): string[] {
     const ids: string[] = [];
     for (const app of this.state.allApplications()) {
-      if (app.jwtSecret === undefined) continue;
-      try {
-        this.sealer.open(app.jwtSecret, 'jwt-secret');
-      } catch {
-        ids.push(app.id);
-      }
+      if (app.jwtSecret !== undefined && !this.sealer.opens(app.jwtSecret, 'jwt-secret')) ids.push(app.id);
     }
     return ids;
   }
@@ -193,16 +188,6 @@ export class TokenService {
   /** An HS256 secret as an Application stores it. */
   sealSecret(plain: string): string {
     return this.sealer.seal(plain, 'jwt-secret');
-  }
-
-  /** Whether this key's private half opens under the server key (a start checks before signing with it). */
-  opens(key: SigningKey): boolean {
-    try {
-      this.sealer.open(key.sealedPrivate, 'signing-key');
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   /** GET /.well-known/jwks.json: the keys published now, made again when they change or one stops being published. */
