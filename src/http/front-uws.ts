@@ -103,6 +103,22 @@ const listenExclusivePort = 1;
 /** listen(host, port, options, cb): the builds take it, though their typings name options only without a host. */
 type ListenWithOptions = (host: string, port: number, options: number, cb: (listenSocket: Uws.us_listen_socket | false) => void) => Uws.TemplatedApp;
 
+/**
+ * Methods whose answers are written at the end of the event-loop turn they are ready in, all together (see
+ * startUwsServer). A client sends nothing more on a connection before it has the answer to one of these (RFC 9112
+ * §9.3.2: no pipelining behind a method that is not idempotent), so holding the answer back never meets a request
+ * behind it, which uWS would answer by cutting the connection.
+ */
+const batchedMethods: ReadonlySet<string> = new Set(['POST', 'PATCH']);
+
+/** An answer held for the end of the turn. */
+interface Batched {
+  readonly res: Uws.HttpResponse;
+  readonly state: RequestState;
+  readonly request: HttpRequest;
+  readonly reply: Reply;
+}
+
 /** uWS reports methods in lower case; the usual ones map to constants instead of a new upper-cased string per request. */
 const upperMethods: ReadonlyMap<string, string> = new Map(['get', 'post', 'put', 'delete', 'patch', 'head', 'options'].map((m) => [m, m.toUpperCase()]));
 const methodsWithBody: ReadonlySet<string> = new Set(['post', 'put', 'patch']);
@@ -184,20 +200,44 @@ export function startUwsServer(uws: typeof Uws, opts: AdapterOptions): Promise<R
     if (reply.headers !== undefined) for (const [k, v] of reply.headers) res.writeHeader(k, v);
   };
 
-  const finish: Finish<Uws.HttpResponse> = (res, state, request, reply) => {
+  /** A whole reply written and settled, unless its client has gone meanwhile. */
+  const write = (res: Uws.HttpResponse, state: RequestState, request: HttpRequest, reply: Reply): void => {
     // An aborted request is already settled by onAborted.
+    if (state.done) return;
+    res.cork(() => {
+      writeHead(res, reply);
+      const body = encodedBody(reply.body);
+      // A HEAD answer has headers and no body, as node:http sends it. The connection closes after it: this
+      // uWS build takes the connection to be still answering after endWithoutBody and cuts it at the next request.
+      if (request.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
+      else res.end(body, reply.closeConnection === true);
+    });
+    tracker.settle(state, request, reply);
+  };
+
+  /**
+   * Answers to batchedMethods waiting for the end of this turn. Written one by one as each is ready, every send
+   * would find the client's process asleep and wake it, which costs the sending CPU more than the send itself
+   * (an inter-processor interrupt); written back to back, a client's process woken by the first finds the others
+   * ready. Answers that close their connection are not held back.
+   */
+  let batch: Batched[] = [];
+  const writeBatch = (): void => {
+    const ready = batch;
+    batch = [];
+    for (const { res, state, request, reply } of ready) write(res, state, request, reply);
+  };
+
+  const finish: Finish<Uws.HttpResponse> = (res, state, request, reply) => {
     if (state.done || state.streaming) return;
     const stream = reply.stream;
     if (stream === undefined) {
-      res.cork(() => {
-        writeHead(res, reply);
-        const body = encodedBody(reply.body);
-        // A HEAD answer has headers and no body, as node:http sends it. The connection closes after it: this
-        // uWS build takes the connection to be still answering after endWithoutBody and cuts it at the next request.
-        if (request.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, true);
-        else res.end(body, reply.closeConnection === true);
-      });
-      tracker.settle(state, request, reply);
+      if (!batchedMethods.has(request.method) || reply.closeConnection === true) {
+        write(res, state, request, reply);
+        return;
+      }
+      if (batch.length === 0) setImmediate(writeBatch);
+      batch.push({ res, state, request, reply });
       return;
     }
     state.streaming = true;
