@@ -141,9 +141,10 @@ export const knownAttemptsMax = 50_000;
 export const knownRequestBytesMax = 4 * 1024;
 /**
  * Bodies seen once are marked in a bit table of this many bits, by their keyed hash; one is remembered only when
- * it comes again. The table is wiped once it holds knownSightingsMax marks, which keeps false repeats near 1 in 8.
+ * it comes again. The table is wiped once it holds knownSightingsMax marks (two per body, about 131,000 bodies), which keeps
+ * false repeats under 1 in 64.
  */
-export const knownSightingBits = 1 << 20;
+export const knownSightingBits = 1 << 21;
 export const knownSightingsMax = knownSightingBits / 8;
 
 // Write-ahead log and snapshots
@@ -169,9 +170,9 @@ export const renderCacheBytesMax = 64 * 1024 * 1024;
 export const renderCacheFullAdmitEvery = 8;
 /**
  * Users rendered once are marked in a bit table of this many bits (by id); a rendering is kept from the second on.
- * Wiped once it holds renderSightingsMax marks, which keeps false repeats near 1 in 8.
+ * Wiped once it holds renderSightingsMax marks (two per User, about 131,000 Users), which keeps false repeats under 1 in 64.
  */
-export const renderSightingBits = 1 << 20;
+export const renderSightingBits = 1 << 21;
 export const renderSightingsMax = renderSightingBits / 8;
 /** A rendering larger than this is never kept: it would push out hundreds of others (a User in many Applications with large custom_data). */
 export const renderCacheEntryBytesMax = 256 * 1024;
