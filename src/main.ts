@@ -190,6 +190,22 @@ async function main(): Promise<void> {
   // Before any data is touched: a server that will not serve must not bootstrap a data directory either.
   const frontEnd = chooseFrontEnd(config.frontEnd);
   logger.info({ frontEnd: frontEnd.kind, build: frontEnd.build, reason: frontEnd.reason, node: process.versions.node }, 'front end');
+  // The port is taken before anything else for the same reason (it may be in use); until the service is ready,
+  // every request is answered 503 `starting`.
+  const requestLogOn = logger.isLevelEnabled('info');
+  let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
+  /** Set once the service is ready: requests answered `starting` before then are not counted. */
+  let requestMetrics: Metrics | undefined;
+  const server: RunningServer = await frontEnd.start({
+    host: config.host, port: config.port, bodyBytesMax: config.bodyBytesMax, bodyReceiveTimeoutMs,
+    handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
+    onFinished: (req, status, ms, route) => {
+      requestMetrics?.requestFinished(route, status, ms);
+      // Checked first: the line's object would be built (and thrown away) on every request at LOG_LEVEL=warn.
+      if (requestLogOn) logger.info({ method: req.method, path: logSafe(req.path.slice(0, 512)), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
+    },
+    earlyReply: (kind) => errorReply({ startedAt: performance.now() } as HttpRequest, kind),
+  });
   // Also before any data is touched: a missing or different server key refuses the start (src/service/server-key.ts).
   const secrets = await loadServerKey({ dataDir: config.dataDir, keyFile: config.keyFile, keyValue: config.serverKey, logger });
   const pool = new HashPool({ workers: config.hashWorkers, queueMax: hashQueueMax, argon2: config.argon2 });
@@ -257,18 +273,7 @@ async function main(): Promise<void> {
     counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence: store.persistence, cluster: store.cluster,
     runtime, renderCacheBytes: () => renderer.cacheBytes, verifyCache: cache,
   });
-  const requestLogOn = logger.isLevelEnabled('info');
-  let handle: ((req: HttpRequest) => ReturnType<ReturnType<typeof createPipeline>>) | undefined;
-  const server: RunningServer = await frontEnd.start({
-    host: config.host, port: config.port, bodyBytesMax: config.bodyBytesMax, bodyReceiveTimeoutMs,
-    handler: (req) => (handle === undefined ? errorReply(req, 'starting') : handle(req)),
-    onFinished: (req, status, ms, route) => {
-      metrics.requestFinished(route, status, ms);
-      // Checked first: the line's object would be built (and thrown away) on every request at LOG_LEVEL=warn.
-      if (requestLogOn) logger.info({ method: req.method, path: logSafe(req.path.slice(0, 512)), status, ms: Math.round(ms * 1000) / 1000 }, 'request');
-    },
-    earlyReply: (kind) => errorReply({ startedAt: performance.now() } as HttpRequest, kind),
-  });
+  requestMetrics = metrics;
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
