@@ -23,7 +23,6 @@ import { adminHeaders, endUserAddress } from './lib/scenario-kit.js';
 import { parseSideBenchArgs, type SideBenchArgs } from './lib/side-args.js';
 import { autocannonGenerator, ensureWrk, wrkGenerator, type Generator, type GenRequest } from './lib/wrk.js';
 
-
 /** Targets from issue 25. */
 const authRatioMin = 0.9;
 const readyMsMax = 10_000;

@@ -3,6 +3,7 @@
 import { renderCacheBytesMax, renderCacheEntryBytesMax, renderCacheFullAdmitEvery, renderSightingBits, renderSightingsMax } from '../config/limits.js';
 import type { ApiKey, Application, Group, Organization, User } from '../domain/entities.js';
 import { defaultRoles } from '../domain/roles.js';
+import { isPlainJsonText } from '../domain/json-text.js';
 import { formatTimestamp, writeTimestamp } from '../domain/time.js';
 import { Sightings, textHash } from '../auth/sightings.js';
 import { tokenDefaults } from '../store/decide.js';
@@ -37,9 +38,6 @@ function memo<K extends object>(kept: WeakMap<K, string>, key: K, make: (key: K)
   }
   return json;
 }
-
-/** Printable ASCII but the quote and the backslash: text that is its own JSON string body (ids, statuses, most names and addresses). */
-const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /**
  * The pieces of the User rendering under way, joined once into one flat string: concatenated step by step, a
@@ -79,7 +77,7 @@ class Pieces {
 
   /** s as a JSON string literal: plain text as it is between quotes, no new string. */
   string(s: string): void {
-    if (plainText.test(s)) this.add('"', s, '"');
+    if (isPlainJsonText(s)) this.add('"', s, '"');
     else this.add(JSON.stringify(s));
   }
 
@@ -129,7 +127,7 @@ export class Renderer {
   private readonly out = new Pieces();
 
   constructor(private readonly publicUrl: string, private readonly state: State) {
-    this.publicUrlPlain = plainText.test(publicUrl);
+    this.publicUrlPlain = isPlainJsonText(publicUrl);
     this.userHrefOpen = `"${publicUrl}/users/user/`;
   }
 
@@ -211,7 +209,7 @@ export class Renderer {
     const out = this.out;
     if (this.state.isBaseUser(user)) out.add('"roles":', JSON.stringify(user.roles ?? defaultRoles), ',');
     out.add('"href":');
-    if (this.publicUrlPlain && plainText.test(user.id)) out.add(this.userHrefOpen, user.id, '"');
+    if (this.publicUrlPlain && isPlainJsonText(user.id)) out.add(this.userHrefOpen, user.id, '"');
     else out.add(JSON.stringify(this.userHref(user.id)));
     out.add(',"created_at":"');
     out.timestamp(user.createdAt);

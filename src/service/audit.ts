@@ -8,6 +8,7 @@
 // control characters, and logSafe() the separators JSON allows raw, so a hostile value cannot forge or break a line.
 
 import { auditFieldCharsMax, keptAuditLineBytesMax } from '../config/limits.js';
+import { isPlainJsonText } from '../domain/json-text.js';
 
 /** 'success', 'failure' or 'locked' for authentications; 'success' or the error code for mutations. */
 export type AuditOutcome = string;
@@ -55,13 +56,10 @@ export function logSafe(s: string): string {
   return s.replace(viewerHostile, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** Printable ASCII but the quote and the backslash: text that is its own JSON string body. Ids, codes and addresses are. */
-const plainText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
 /** A JSON string literal of s, cut and made safe as above; JSON.stringify escapes quotes, control characters and lone surrogates. */
 function field(s: string): string {
   const text = s.length > auditFieldCharsMax ? s.slice(0, auditFieldCharsMax) : s;
-  return plainText.test(text) ? `"${text}"` : JSON.stringify(logSafe(text));
+  return isPlainJsonText(text) ? `"${text}"` : JSON.stringify(logSafe(text));
 }
 
 /** pino's number for info: audit lines read like the rest of the log. */
