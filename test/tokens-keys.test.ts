@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import type { SigningKey } from '../src/domain/entities.js';
 import * as decide from '../src/store/decide.js';
 import { SealError, Sealer } from '../src/tokens/sealer.js';
@@ -47,8 +47,11 @@ test('introspection: active until the token expires, then inactive', async () =>
   const issued = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!)!;
   assert.equal(issued.expiresIn, 60);
   assert.equal((await tokens.introspect(issued.token)).active, true);
-  assert.equal((await tokens.introspect(issued.token, Date.now() + 59_000)).active, true);
-  assert.deepEqual(await tokens.introspect(issued.token, Date.now() + 61_000), { active: false });
+  // Times from the token's own claims: exp is whole seconds, up to a second before the wall clock's issue time + 60 s.
+  const { iat, exp } = decodeJwt(issued.token);
+  assert.equal(exp! - iat!, 60);
+  assert.equal((await tokens.introspect(issued.token, exp! * 1000 - 1000)).active, true);
+  assert.deepEqual(await tokens.introspect(issued.token, exp! * 1000 + 1000), { active: false });
 });
 
 test('rotation retires the current keys; a retired key signs nothing, stays published a day, then leaves the JWKS and the State', async () => {
