@@ -124,3 +124,30 @@ test('a reserve in the middle of a walk of values (it replaces the entries array
   assert.equal(map.get('k499'), 'k499');
   assert.equal(map.size, 499 + added);
 });
+
+test('fillEmpty leaves a fresh map what puts in the same order would; two equal keys, or a map that has held entries, leave it as it was', () => {
+  const random = lcg(17);
+  const keys = Array.from({ length: 20_000 }, (_, i) => `id${i}-${random(1_000_000)}`);
+  const values = keys.map((_, i) => i);
+  const map = new StringMap<number>();
+  assert.equal(map.fillEmpty(keys, values), true);
+  const model = new Map(keys.map((k, i) => [k, i]));
+  assertSame(map, model, [...keys, 'absent', '']);
+  assert.deepEqual([...map.values()], values, 'insertion order');
+  // It goes on as any map: deletes shift chains the fill made, sets reuse positions.
+  for (let i = 0; i < keys.length; i += 3) assert.equal(map.delete(keys[i]!), model.delete(keys[i]!));
+  map.set('late', -1);
+  model.set('late', -1);
+  assertSame(map, model, [...keys, 'late']);
+  assert.equal(map.fillEmpty(['other'], [1]), false, 'a map that has held entries');
+  assertSame(map, model, [...keys, 'late', 'other']);
+
+  const twice = new StringMap<number>();
+  assert.equal(twice.fillEmpty(['a', 'b', 'c', 'b'], [1, 2, 3, 4]), false);
+  assert.equal(twice.size, 0);
+  assert.deepEqual([...twice.values()], []);
+  for (const k of ['a', 'b', 'c']) assert.equal(twice.get(k), undefined);
+  assert.equal(twice.fillEmpty(['a', 'b', 'c'], [1, 2, 3]), true, 'still empty, so it can be filled');
+  assert.deepEqual([...twice.values()], [1, 2, 3]);
+  assert.equal(twice.get('b'), 2);
+});

@@ -457,17 +457,23 @@ export class State {
   }
 
   /**
-   * Ends a snapshot load (loadSection is refused from now on): puts each User it read in the Map and
-   * indexes it, in one pass, with both StringMaps sized first. A later copy of the same User in a fuzzy
-   * snapshot is indexed as a replace of the earlier one (as putUser does), so only the final value stays
-   * indexed. Memberships, which only admin reads and deletions need, are left to indexStep, so that
-   * start-up does not wait for them.
+   * Ends a snapshot load (loadSection is refused from now on): puts each User it read in the Map and indexes
+   * it. Usually each id comes once, and the Users go in with one fill of each StringMap (indexLoaded). A fuzzy
+   * snapshot may hold a later copy of a User: then each is put in turn, with both StringMaps sized first, and
+   * a later copy is indexed as a replace of the earlier one (as putUser does), so only the final value stays
+   * indexed. Memberships, which only admin reads and deletions need, are left to indexStep, so that start-up
+   * does not wait for them.
    */
   private endLoad(): void {
     this.loadEnded = true;
     const loaded = this.loadedUsers;
     if (loaded.length === 0) return;
     this.loadedUsers = [];
+    this.membersWalking = true;
+    if (this.users.fillEmpty(loaded.map((user) => user.id), loaded)) {
+      this.indexLoaded(loaded);
+      return;
+    }
     this.users.reserve(this.users.size + loaded.length);
     this.userByEmailKey.reserve(this.users.size + loaded.length);
     for (const user of loaded) {
@@ -475,7 +481,21 @@ export class State {
       this.indexUserKeys(old, user);
       if (old === undefined) this.search.addLoaded(user.id);
     }
-    this.membersWalking = true;
+  }
+
+  /** endLoad's Users, each id once and all now in this.users: their other keys, as indexUserKeys would index them, the emails in one fill unless two share a key. */
+  private indexLoaded(loaded: readonly User[]): void {
+    const emailKeys = new Array<string>(loaded.length);
+    for (let i = 0; i < loaded.length; i++) {
+      const user = loaded[i]!;
+      trackOrder(this.userOrder, undefined, user);
+      emailKeys[i] = emailKey(user.email);
+      for (const key of user.apikeys) this.userByApikeyId.set(key.id, user);
+      this.search.addLoaded(user.id);
+    }
+    if (this.userByEmailKey.fillEmpty(emailKeys, loaded)) return;
+    this.userByEmailKey.reserve(loaded.length);
+    for (let i = 0; i < loaded.length; i++) this.indexEmail(emailKeys[i]!, loaded[i]!);
   }
 
   /**
