@@ -39,6 +39,7 @@ import { MicrosClock } from './store/clock.js';
 import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
+import { jose } from './tokens/jose.js';
 import { Sealer } from './tokens/sealer.js';
 import { TokenService } from './tokens/token-service.js';
 
@@ -308,6 +309,8 @@ async function main(): Promise<void> {
     },
   });
   logger.info({ port: server.port, host: config.host, publicUrl, fsync: config.fsync, dataDir: config.dataDir, cluster: config.cluster?.stream ?? null, node: config.cluster?.nodeId ?? null }, 'listening');
+  // Token code is loaded on first use, off the start-up path; where tokens are on, now, so a login does not wait for it.
+  if ([...state.allApplications()].some((app) => app.tokens?.enabled === true)) setImmediate(() => void jose());
 
   const shutdown = async (signal: string): Promise<void> => {
     if (shuttingDown) return;

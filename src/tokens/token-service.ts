@@ -1,9 +1,7 @@
 // Access tokens: signing one on a successful POST /authenticate, introspecting one, and the JWKS and discovery documents.
 
 import { randomBytes, randomFillSync } from 'node:crypto';
-import {
-  decodeJwt, decodeProtectedHeader, importJWK, importPKCS8, jwtVerify, SignJWT, type JWTPayload,
-} from 'jose';
+import type { JWTPayload } from 'jose';
 import { jwtSecretBytesNew, tokenCharsMax, tokenJtiPoolBytes, tokenJtiRandomBytes } from '../config/limits.js';
 import { currentKey, isPublished, publishedUntil } from '../domain/signing-keys.js';
 import { signingAlgs, tokenAlgs, type Application, type JsonObject, type SigningAlg, type SigningKey, type TokenAlg, type User } from '../domain/entities.js';
@@ -11,6 +9,7 @@ import { mayAuthenticate } from '../service/authenticator.js';
 import type { Commits } from '../service/committer.js';
 import { rotateSigningKeys } from '../store/decide.js';
 import type { State } from '../store/state.js';
+import { jose } from './jose.js';
 import type { Sealer } from './sealer.js';
 import { newSigningKey } from './signing-keys.js';
 
@@ -58,6 +57,7 @@ export class TokenService {
   }
 
   private async sign(claims: JWTPayload, alg: TokenAlg, app: Application): Promise<string> {
+    const { SignJWT } = await jose();
     const jwt = new SignJWT(claims);
     if (alg === 'HS256') return jwt.setProtectedHeader({ alg, typ: 'JWT' }).sign(await this.hmacKey(app));
     const key = currentKey(this.state.meta?.signingKeys, alg);
@@ -83,6 +83,7 @@ export class TokenService {
    */
   async introspect(token: string, now = Date.now()): Promise<Introspection> {
     if (typeof token !== 'string' || token.length > tokenCharsMax) return inactive;
+    const { decodeJwt, decodeProtectedHeader, jwtVerify } = await jose();
     let key: CryptoKey | undefined;
     let alg: TokenAlg;
     try {
@@ -121,7 +122,7 @@ export class TokenService {
     if (key === undefined || !isPublished(key, now * 1000)) return undefined;
     let imported = this.publicKeys.get(key.kid);
     if (imported === undefined) {
-      imported = importJWK({ ...key.publicJwk, alg }, alg) as Promise<CryptoKey>;
+      imported = jose().then(({ importJWK }) => importJWK({ ...key.publicJwk, alg }, alg) as Promise<CryptoKey>);
       this.publicKeys.set(key.kid, imported);
     }
     return imported;
@@ -156,7 +157,8 @@ export class TokenService {
   private privateKey(key: SigningKey): Promise<CryptoKey> {
     let imported = this.privateKeys.get(key.kid);
     if (imported === undefined) {
-      imported = importPKCS8(this.sealer.open(key.sealedPrivate, 'signing-key'), key.alg);
+      const pem = this.sealer.open(key.sealedPrivate, 'signing-key');
+      imported = jose().then(({ importPKCS8 }) => importPKCS8(pem, key.alg));
       this.privateKeys.set(key.kid, imported);
     }
     return imported;
