@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import {
   apikeysPerUserMax, customDataBytesMax, descriptionCharsMax, emailLocalCharsMax, nameCharsMax,
 } from '../src/config/limits.js';
-import { decideImportLines, exportLines, importLines } from '../src/cli/transfer.js';
+import { decideImportLines, exportLines, importLines, parseImportLine } from '../src/cli/transfer.js';
 import type { JsonObject, JsonValue, LogRecord, User } from '../src/domain/entities.js';
 import { DomainError } from '../src/domain/errors.js';
 import { roleNames } from '../src/domain/roles.js';
@@ -524,3 +524,14 @@ test('the longest user line the API can make fits an import line', async () => {
   const copy = await imported(lines, w);
   assert.deepStrictEqual(picture(copy), picture(state));
 });
+
+test('an application line\'s token settings must hold all three, and a missing one is named by its path', () => {
+  const defaults = { newId: () => 'x'.repeat(22), now: () => 1, defaultOrganization: () => undefined };
+  const line = (tokens: unknown): string => JSON.stringify({ kind: 'application', name: 'tokens', tokens });
+  const parsed = parseImportLine(line({ enabled: true, ttl: 300, alg: 'ES256' }), defaults);
+  assert.deepEqual(parsed.kind === 'application' ? parsed.value.tokens : undefined, { enabled: true, ttl: 300, alg: 'ES256' });
+  assert.throws(() => parseImportLine(line({ enabled: true, alg: 'ES256' }), defaults), (e: unknown) => e instanceof DomainError && e.message === 'tokens.ttl: is required');
+  assert.throws(() => parseImportLine(line({ enabled: true, ttl: 0, alg: 'ES256' }), defaults), (e: unknown) => e instanceof DomainError && e.message.startsWith('tokens.ttl: '));
+  assert.throws(() => parseImportLine(line({ enabled: true, ttl: 300, alg: 'none' }), defaults), (e: unknown) => e instanceof DomainError && e.message.startsWith('tokens.alg: '));
+});
+

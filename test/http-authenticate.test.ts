@@ -204,8 +204,9 @@ describe('POST /authenticate with a malformed body', () => {
     failsOnField(await authenticateRaw({ type: 'username', credential }), 'application');
     failsOnField(await authenticateRaw({ type: 'username', application: baseApp }), 'credential');
     failsOnField(await authenticateRaw({ type: 'username', application: baseApp, credential: 'admin:pw' }), 'credential');
-    failsOnField(await authenticateRaw({ type: 'username', application: baseApp, credential: { username: adminEmail } }), 'password');
-    failsOnField(await authenticateRaw({ type: 'username', application: baseApp, credential: { password: adminPassword } }), 'username');
+    // A nested field is named by its path, missing or wrong alike.
+    failsOnField(await authenticateRaw({ type: 'username', application: baseApp, credential: { username: adminEmail } }), 'credential.password');
+    failsOnField(await authenticateRaw({ type: 'username', application: baseApp, credential: { password: adminPassword } }), 'credential.username');
     failsOnField(await authenticateRaw({ type: 'username', application: baseApp, credential: { username: adminEmail, password: 7 } }), 'password');
   });
 

@@ -16,16 +16,15 @@ import { unpackPasswordHash } from '../auth/packed-hash.js';
 import { validatePasswordHash } from '../auth/password-hash-format.js';
 import {
   customDataBytesMax, descriptionCharsMax, emailCharsMax, importLineCharsMax, nameCharsMax, passwordHashCharsMax, sealedSecretCharsMax,
-  tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
 import {
-  tokenAlgs, type ApiKey, type Application, type Group, type JsonObject, type LogRecord, type Meta, type Op, type Organization, type TokenSettings, type User,
+  type ApiKey, type Application, type Group, type JsonObject, type LogRecord, type Meta, type Op, type Organization, type User,
 } from '../domain/entities.js';
 import { DomainError, invalidField } from '../domain/errors.js';
 import type { Role } from '../domain/roles.js';
 import { formatTimestamp } from '../domain/time.js';
 import {
-  arrayOf, boolean, customData, email, enumOf, field, id, integer, object, roles, string, type Schema,
+  arrayOf, customData, email, id, roles, status, string, tokenSettings, userStatus, type Schema,
 } from '../domain/schema.js';
 import * as decide from '../store/decide.js';
 import { isApikeyId } from '../domain/ids.js';
@@ -121,8 +120,6 @@ export interface ImportDefaults {
 
 const name = string({ max: nameCharsMax });
 const description = string({ max: descriptionCharsMax });
-const status = enumOf(['ENABLED', 'DISABLED'] as const);
-const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
 const ids = arrayOf(id(), { max: 1000, unique: true });
 const nonce = string({ min: 1, max: 128 });
 const entityName = string({ min: 1, max: nameCharsMax, trim: true });
@@ -173,18 +170,6 @@ function parseApikey(raw: Record<string, unknown>, i: number, now: number): ApiK
   };
 }
 
-/** Token settings as exported: all three fields. */
-const tokenSettings: Schema<TokenSettings> = {
-  parse(value, fieldName) {
-    const parsed = object({
-      enabled: field(boolean(), true), ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax }), true),
-      alg: field(enumOf(tokenAlgs), true),
-    }).parse(value, fieldName);
-    return { enabled: parsed.enabled!, ttl: parsed.ttl!, alg: parsed.alg! };
-  },
-  describe: () => ({ type: 'object' }),
-};
-
 function withRoles(f: Fields): { roles?: Role[] } {
   return f.has('roles') ? { roles: f.get('roles', roles()) } : {};
 }
@@ -220,7 +205,7 @@ export function parseImportLine(text: string, defaults: ImportDefaults): ImportL
         kind: 'application',
         value: {
           ...common(), customData: f.opt('custom_data', customData({ nullable: true }), null),
-          ...(f.has('tokens') ? { tokens: f.get('tokens', tokenSettings) } : {}),
+          ...(f.has('tokens') ? { tokens: f.get('tokens', tokenSettings(true)) } : {}),
           ...(f.has('jwt_secret_sealed') ? { jwtSecret: f.get('jwt_secret_sealed', string({ min: 1, max: sealedSecretCharsMax })) } : {}),
         },
       };

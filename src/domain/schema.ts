@@ -1,9 +1,9 @@
 // Declarative JSON input schemas, shared by the HTTP layer and the CLI: each validates a parsed value (naming the field it refuses) and describes itself as JSON Schema.
 
 import {
-  customDataBytesMax, customDataDepthMax, emailCharsMax, emailLocalCharsMax, idCharsMax,
+  customDataBytesMax, customDataDepthMax, emailCharsMax, emailLocalCharsMax, idCharsMax, tokenTtlSecondsMax, tokenTtlSecondsMin,
 } from '../config/limits.js';
-import type { JsonObject } from './entities.js';
+import { tokenAlgs, type JsonObject, type TokenSettings } from './entities.js';
 import { emailCharacterProblem, normalizeEmail } from './email.js';
 import { invalidField } from './errors.js';
 import { roleNames, type Role } from './roles.js';
@@ -239,12 +239,13 @@ export function body<F extends Fields>(fields: F): Schema<Parsed<F>> {
       const out: Record<string, unknown> = {};
       for (const [key, spec] of specs) {
         const v = Object.prototype.hasOwnProperty.call(value, key) ? value[key] : undefined;
+        // A nested object's fields are named by their path (tokens.ttl); the top level's by themselves.
+        const path = name === 'body' ? key : `${name}.${key}`;
         if (v === undefined) {
-          if (spec.required) throw invalidField(key, 'is required');
+          if (spec.required) throw invalidField(path, 'is required');
           continue;
         }
-        // A nested object's fields are named by their path (tokens.ttl); the top level's by themselves.
-        out[key] = spec.schema.parse(v, name === 'body' ? key : `${name}.${key}`);
+        out[key] = spec.schema.parse(v, path);
       }
       return out as Parsed<F>;
     },
@@ -258,3 +259,20 @@ export function body<F extends Fields>(fields: F): Schema<Parsed<F>> {
 
 /** Nested object with its own fields, e.g. the credential of POST /authenticate. */
 export const object = body;
+
+export const status = enumOf(['ENABLED', 'DISABLED'] as const);
+export const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
+
+/**
+ * An Application's token settings, each checked against its limits: `complete`, all three (an export line);
+ * else any subset (a request: what it leaves out keeps its value, or the default).
+ */
+export function tokenSettings(complete: true): Schema<TokenSettings>;
+export function tokenSettings(complete: false): Schema<Partial<TokenSettings>>;
+export function tokenSettings(complete: boolean): Schema<Partial<TokenSettings>> {
+  return object({
+    enabled: field(boolean(), complete),
+    ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax }), complete),
+    alg: field(enumOf(tokenAlgs), complete),
+  });
+}

@@ -2,16 +2,13 @@
 
 import {
   applicationsPerUserMax, descriptionCharsMax, groupsPerUserMax, ipAddressCharsMax, jwtSecretBytesMin, jwtSecretCharsMax, nameCharsMax,
-  passwordBytesMax, passwordCharsMin, passwordHashCharsMax, tokenCharsMax, tokenTtlSecondsMax, tokenTtlSecondsMin,
+  passwordBytesMax, passwordCharsMin, passwordHashCharsMax, tokenCharsMax,
 } from '../config/limits.js';
-import { tokenAlgs } from '../domain/entities.js';
 import { invalidField } from '../domain/errors.js';
 import {
-  arrayOf, body, boolean, customData, email, enumOf, field, id, integer, object, roles, string, type Schema,
+  arrayOf, body, customData, email, enumOf, field, id, object, roles, status, string, tokenSettings, userStatus, type Schema,
 } from '../domain/schema.js';
 
-const status = enumOf(['ENABLED', 'DISABLED'] as const);
-const userStatus = enumOf(['UNVERIFIED', 'ENABLED', 'DISABLED'] as const);
 const name = string({ max: nameCharsMax });
 const requiredName = string({ min: 1, max: nameCharsMax, trim: true });
 const description = string({ max: descriptionCharsMax });
@@ -29,13 +26,6 @@ function password(): Schema<string> {
   };
 }
 
-/** Any subset of an Application's token settings; what is left out keeps its value (or the default). */
-const tokenSettings = object({
-  enabled: field(boolean()),
-  ttl: field(integer({ min: tokenTtlSecondsMin, max: tokenTtlSecondsMax })),
-  alg: field(enumOf(tokenAlgs)),
-});
-
 /** An HS256 secret a caller chooses: at least jwtSecretBytesMin bytes, as RFC 7518 asks of an HS256 key. Never echoed in a message. */
 function jwtSecret(): Schema<string> {
   const text = string({ min: jwtSecretBytesMin, max: jwtSecretCharsMax });
@@ -49,7 +39,7 @@ export const applicationCreate = body({
   name: field(requiredName, true),
   description: field(description),
   custom_data: field(customData({ nullable: true })),
-  tokens: field(tokenSettings),
+  tokens: field(tokenSettings(false)),
   jwt_secret: field(jwtSecret()),
 });
 
@@ -58,7 +48,7 @@ export const applicationUpdate = body({
   description: field(description),
   custom_data: field(customData({ nullable: true })),
   status: field(status),
-  tokens: field(tokenSettings),
+  tokens: field(tokenSettings(false)),
   jwt_secret: field(jwtSecret()),
 });
 
