@@ -40,7 +40,7 @@ import { bootstrap } from './store/decide.js';
 import { newApikeyId, newEntityId } from './store/ids.js';
 import { State } from './store/state.js';
 import { jose } from './tokens/jose.js';
-import { Sealer } from './tokens/sealer.js';
+import { Sealer, sealerSubkeyLabel } from './tokens/sealer.js';
 import { TokenService } from './tokens/token-service.js';
 
 /** The logger, and the output under it that audit lines are written to directly (src/service/audit.ts). */
@@ -278,7 +278,7 @@ async function main(): Promise<void> {
 
   const publicUrl = config.publicUrl ?? defaultPublicUrl(config.host, server.port);
   const renderer = new Renderer(publicUrl, state);
-  const tokens = new TokenService(state, new Sealer(secrets.subkey('authd-sealed-v1')), publicUrl, clock);
+  const tokens = new TokenService(state, new Sealer(secrets.subkey(sealerSubkeyLabel)), publicUrl, clock);
   await ensureSigningKeys(tokens, committer, logger);
   metrics.registerRoutes(routeTable);
   const counted = (caller: CallerAnswer): CallerAnswer => {

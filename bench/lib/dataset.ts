@@ -11,13 +11,16 @@ import { ApiKeySecrets } from '../../src/auth/apikey-secrets.js';
 import { HashPool } from '../../src/auth/hash-pool.js';
 import { packPasswordHash } from '../../src/auth/packed-hash.js';
 import { argon2IterationsDefault, argon2MemoryKiBDefault, argon2ParallelismDefault } from '../../src/config/limits.js';
-import type { ApiKey, Application, Group, JsonObject, Meta, Organization, User, UserStatus } from '../../src/domain/entities.js';
+import { signingAlgs, type ApiKey, type Application, type Group, type JsonObject, type Meta, type Organization, type User, type UserStatus } from '../../src/domain/entities.js';
+import { writeKeyFingerprint } from '../../src/persist/key-fingerprint.js';
 import { classifyDir, lockFileName } from '../../src/persist/layout.js';
 import type { SnapshotSource } from '../../src/persist/replayable.js';
 import { writeSnapshot } from '../../src/persist/snapshot.js';
 import { NodeStorage } from '../../src/persist/storage.js';
 import { withSharedStrings } from '../../src/store/compact.js';
 import { newApikeyId, newEntityId } from '../../src/store/ids.js';
+import { Sealer, sealerSubkeyLabel } from '../../src/tokens/sealer.js';
+import { newSigningKey } from '../../src/tokens/signing-keys.js';
 import { Prng, SkewedPicker } from './prng.js';
 import * as words from './words.js';
 
@@ -148,7 +151,8 @@ export class SeedError extends Error {}
 
 /** Refuses a data directory with anything in it unless force; with force, removes only the service's own files, and never under a live server. */
 function prepareDataDir(dir: string, force: boolean): void {
-  mkdirSync(dir, { recursive: true });
+  // Private, as the service keeps it (src/persist/dir-mode.ts): it holds sealed keys.
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Dotfiles are not data: the repository's ./data holds a .gitkeep, and `npm run seed` defaults to ./data.
   const names = readdirSync(dir).filter((name) => !name.startsWith('.'));
   if (names.length === 0) return;
@@ -437,13 +441,21 @@ export async function seedDataDir(opts: SeedOptions): Promise<SeedSummary> {
   const buildMs = performance.now() - buildStarted;
   log(`built ${built.users.length.toLocaleString('en-US')} users in ${(buildMs / 1000).toFixed(1)} s; writing the snapshot`);
 
-  // A plausible seq: one bootstrap record (meta, default Organization, base Application, admin), then one
-  // record per Application, Group and User (a company's Organization shares its first User's record).
-  const baseSeq = 1 + (built.applications.length - 1) + built.groups.length + (built.users.length - 1);
+  // What a directory the service has run on holds besides its data, made by its first start: the signing keys and
+  // the server key's fingerprint. A start of the seeded directory is then a restart, as in production.
+  const sealer = new Sealer(secrets.subkey(sealerSubkeyLabel));
+  const keysAt = built.applications[0]!.createdAt;
+  const signingKeys = (await Promise.all(signingAlgs.map((alg) => newSigningKey(alg, sealer)))).map((key) => ({ ...key, createdAt: keysAt }));
+  const meta: Meta = { ...built.meta, signingKeys };
+  await writeKeyFingerprint(new NodeStorage(), opts.dataDir, secrets.fingerprint());
+
+  // A plausible seq: one bootstrap record (meta, default Organization, base Application, admin), one for the
+  // signing keys, then one record per Application, Group and User (a company's Organization shares its first User's record).
+  const baseSeq = 2 + (built.applications.length - 1) + built.groups.length + (built.users.length - 1);
   const source: SnapshotSource = {
     baseSeq,
     sections: [
-      { kind: 'meta', entries: () => [built.meta].values() },
+      { kind: 'meta', entries: () => [meta].values() },
       { kind: 'organization', entries: () => built.organizations.values() },
       { kind: 'application', entries: () => built.applications.values() },
       { kind: 'group', entries: () => built.groups.values() },

@@ -12,6 +12,9 @@ const version = 'v1.';
 
 export type SealPurpose = 'jwt-secret' | 'signing-key';
 
+/** The server key's subkey (ApiKeySecrets.subkey) that seals them. */
+export const sealerSubkeyLabel = 'authd-sealed-v1';
+
 /** A sealed value that does not open: sealed under another server key, or damaged. */
 export class SealError extends Error {
   constructor() {
@@ -24,7 +27,7 @@ export class Sealer {
   /** Held only here; util.inspect shows a private field's presence, not its bytes. */
   readonly #key: Buffer;
 
-  /** key: 32 bytes (a subkey of the server key: ApiKeySecrets.subkey('authd-sealed-v1')). */
+  /** key: 32 bytes (a subkey of the server key: ApiKeySecrets.subkey(sealerSubkeyLabel)). */
   constructor(key: Buffer) {
     if (key.length !== 32) throw new TypeError('the sealing key is 32 bytes');
     this.#key = Buffer.from(key);

@@ -24,7 +24,7 @@ import { MicrosClock } from '../../src/store/clock.js';
 import { bootstrap } from '../../src/store/decide.js';
 import { newApikeyId, newEntityId } from '../../src/store/ids.js';
 import { State } from '../../src/store/state.js';
-import { Sealer } from '../../src/tokens/sealer.js';
+import { Sealer, sealerSubkeyLabel } from '../../src/tokens/sealer.js';
 import { TokenService } from '../../src/tokens/token-service.js';
 import { PowerLossStorage } from './fault-storage.js';
 
@@ -108,7 +108,7 @@ export class InProcessApp {
     const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });
     const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence });
     const renderer = new Renderer(publicUrl, state);
-    const tokens = new TokenService(state, new Sealer(secrets.subkey('authd-sealed-v1')), publicUrl, clock);
+    const tokens = new TokenService(state, new Sealer(secrets.subkey(sealerSubkeyLabel)), publicUrl, clock);
     let app: InProcessApp | undefined;
     const handle = createPipeline(routeTable, {
       realm: 'authd',
