@@ -39,3 +39,13 @@ test('a deep run of 100,000 arrays is found without recursion', () => {
   assert.equal(nestsDeeperThan(Buffer.from('['.repeat(100_000) + ']'.repeat(100_000)), 64), true);
   assert.equal(nestsDeeperThan(Buffer.from('[]'.repeat(100_000)), 1), false);
 });
+
+test('openers counted past the bound in strings or side by side still leave the verdict to the nesting', () => {
+  // More openers than the bound, none of them nesting: the count alone cannot decide, the scan does.
+  assert.equal(deeper(`{"a":"${'{['.repeat(40)}"}`, 2), false, 'openers in a string');
+  assert.equal(deeper(`[${'{},'.repeat(70)}{}]`, 2), false, 'openers side by side');
+  assert.equal(deeper(`[${'{},'.repeat(70)}[[1]]]`, 2), true);
+  // At most the bound in all: never deeper, whatever they are.
+  assert.equal(deeper(`${'['.repeat(64)}${']'.repeat(64)}`, 64), false);
+  assert.equal(deeper(`${'['.repeat(32)}${'{'.repeat(33)}${'}'.repeat(33)}${']'.repeat(32)}`, 64), true, 'braces and brackets add up');
+});

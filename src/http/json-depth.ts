@@ -22,6 +22,8 @@ const closeBrace = 0x7d;
  * closer just lowers the count), so it may pass malformed text but never refuses nesting within the bound.
  */
 export function nestsDeeperThan(bytes: Uint8Array, depthMax: number): boolean {
+  // No more openers than depthMax in all (strings included): it cannot nest deeper, and the byte loop is spared.
+  if (openersAtMost(bytes, openBrace, depthMax) + openersAtMost(bytes, openBracket, depthMax) <= depthMax) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < bytes.length; i++) {
@@ -39,6 +41,13 @@ export function nestsDeeperThan(bytes: Uint8Array, depthMax: number): boolean {
     }
   }
   return false;
+}
+
+/** How many times `byte` occurs in bytes, counted by the native search and up to max + 1 (enough to say it exceeds max). */
+function openersAtMost(bytes: Uint8Array, byte: number, max: number): number {
+  let count = 0;
+  for (let at = bytes.indexOf(byte); at !== -1 && count <= max; at = bytes.indexOf(byte, at + 1)) count++;
+  return count;
 }
 
 /** The request-body bound: see bodyJsonDepthMax. */
