@@ -1,13 +1,6 @@
 // A bit table of things seen once, by a 32-bit hash: whether something came before, so that only what repeats is remembered.
 
-/** A bijective remix of a 32-bit hash (MurmurHash3's finaliser): the second bit's place, spread apart from the first's. */
-function remixed(hash: number): number {
-  let h = hash ^ (hash >>> 16);
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
-}
+import { fmix32, fnv1a, fnvOffsetBasis } from '../domain/hash.js';
 
 /**
  * Two bits per hash, one at its low bits and one at its remix's, and the table wiped whole once marksMax bits are
@@ -31,7 +24,8 @@ export class Sightings {
   /** Whether hash was seen before, marking it seen. */
   repeated(hash: number): boolean {
     const first = hash & this.#mask;
-    const second = remixed(hash) & this.#mask;
+    // A bijective remix of the hash: the second bit's place, spread apart from the first's.
+    const second = fmix32(hash) & this.#mask;
     if (this.#isSet(first) && this.#isSet(second)) return true;
     if (this.#marks >= this.#marksMax) {
       this.#bits.fill(0);
@@ -55,7 +49,5 @@ export class Sightings {
 
 /** FNV-1a over a string's UTF-16 units: a spread hash of an id, for a Sightings table. */
 export function textHash(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
+  return fnv1a(text, fnvOffsetBasis) >>> 0;
 }

@@ -19,6 +19,7 @@
 // holes. The hash is seeded per map; keys are inserted only by authenticated writes.
 
 import { randomInt } from 'node:crypto';
+import { fmix32, fnv1a } from '../domain/hash.js';
 
 /** Buckets are at most this full: linear probing stays short (expected ~1.5 probes to find, ~2.5 to miss). */
 const bucketLoadMax = 0.5;
@@ -26,13 +27,7 @@ const bucketsMin = 16;
 
 /** FNV-1a over UTF-16 code units from a seed, then murmur3's finaliser so the low bits (the bucket) depend on every unit. */
 export function stringHash(key: string, seed: number): number {
-  let h = seed;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
+  return fmix32(fnv1a(key, seed));
 }
 
 /** Home buckets per group of the fill order: a group's buckets span a few cache lines, written close together. */
