@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describePauses, pausesBetween } from '../bench/lib/server-pauses.js';
+import { describePauses, over, pausesBetween, routeTimesBetween } from '../bench/lib/server-pauses.js';
 import { Histogram } from '../src/http/histogram.js';
 import { pauseBucketsS } from '../src/http/runtime-stats.js';
 
@@ -47,4 +47,26 @@ test('a quiet window says so; a server without the histograms gives nothing', ()
   const same = exposition([], [0.002], [0.001]);
   assert.equal(describePauses(pausesBetween(same, same)!), 'event loop never late by more than 20 ms; GC: none');
   assert.equal(pausesBetween('', 'authd_entities{kind="users"} 3\n'), undefined);
+});
+
+test("a route's requests between the scrapes, by the server's own time; other routes apart", () => {
+  const bounds = [0.0005, 0.001, 0.0025, 0.005] as const;
+  const routes = (search: number[], other: number[]): string => {
+    const out: string[] = [];
+    const fill = (values: number[], route: string): void => {
+      const h = new Histogram(bounds);
+      for (const v of values) h.record(v);
+      h.render(out, 'authd_http_request_duration_seconds', `method="GET",route="${route}"`);
+    };
+    fill(search, '/users/search/:search');
+    fill(other, '/users/user/:userid');
+    return `${out.join('\n')}\n`;
+  };
+  const first = routes([0.0002, 0.003], [0.004]);
+  const second = routes([0.0002, 0.003, 0.0003, 0.0008, 0.002, 0.004], [0.004, 0.004, 0.004]);
+  const t = routeTimesBetween(first, second, 'GET', '/users/search/:search')!;
+  assert.equal(t.count, 4);
+  assert.equal(t.count - over(t, 0.001), 2);
+  assert.equal(over(t, 0.0025), 1);
+  assert.equal(routeTimesBetween(first, second, 'GET', '/users/users'), undefined);
 });

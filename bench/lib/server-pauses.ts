@@ -54,7 +54,8 @@ function delta(before: Histogram | undefined, after: Histogram): HistogramDelta 
   };
 }
 
-async function scrape(ctx: ScenarioContext): Promise<string | undefined> {
+/** GET /metrics as text, or undefined when the server gives none. */
+export async function scrapeMetrics(ctx: ScenarioContext): Promise<string | undefined> {
   try {
     const res = await call(ctx, 'GET', '/metrics');
     return res.status === 200 ? res.text : undefined;
@@ -73,9 +74,20 @@ export function pausesBetween(first: string, second: string): ServerPauses | und
   return { gc, loopDelay: delta(histograms(first, 'authd_event_loop_delay_seconds').get(''), loopAfter) };
 }
 
+/**
+ * One route's requests between two expositions, by the server's own time for each (from its arrival to its answer
+ * handed to the socket): a pause between two requests is in none of them. Undefined when the route has no series.
+ */
+export function routeTimesBetween(first: string, second: string, method: string, route: string): HistogramDelta | undefined {
+  const name = 'authd_http_request_duration_seconds';
+  const labels = `method="${method}",route="${route}"`;
+  const after = histograms(second, name).get(labels);
+  return after === undefined ? undefined : delta(histograms(first, name).get(labels), after);
+}
+
 /** Scrapes now; the function it returns scrapes again and gives what happened in between (undefined where the server has no such metrics). */
 export async function serverWindow(ctx: ScenarioContext): Promise<() => Promise<ServerPauses | undefined>> {
-  const first = await scrape(ctx);
+  const first = await scrapeMetrics(ctx);
   const startedAt = performance.now();
   const server = procCpuSeconds(ctx.pid);
   const eventLoop = procCpuSeconds(ctx.pid, ctx.pid);
@@ -87,7 +99,7 @@ export async function serverWindow(ctx: ScenarioContext): Promise<() => Promise<
     const cpu = {
       serverPct: pct(procCpuSeconds(ctx.pid) - server), eventLoopPct: pct(procCpuSeconds(ctx.pid, ctx.pid) - eventLoop), generatorPct: pct((user + system) / 1e6),
     };
-    const second = await scrape(ctx);
+    const second = await scrapeMetrics(ctx);
     const pauses = first === undefined || second === undefined ? undefined : pausesBetween(first, second);
     return pauses === undefined ? undefined : { ...pauses, cpu: Number.isNaN(cpu.serverPct) ? undefined : cpu };
   };
@@ -105,7 +117,7 @@ function longest(h: HistogramDelta): string | undefined {
 }
 
 /** How many counted over `seconds` (a bucket bound). */
-function over(h: HistogramDelta, seconds: number): number {
+export function over(h: HistogramDelta, seconds: number): number {
   const from = h.perBucket.findIndex(({ le }) => le !== '+Inf' && Number(le) >= seconds);
   return from === -1 ? 0 : h.perBucket.slice(from + 1).reduce((sum, { n }) => sum + n, 0);
 }
