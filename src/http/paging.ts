@@ -112,37 +112,60 @@ export function pageRequest(query: string): PageRequest | undefined {
  * next would take the page past pageBytesMax: the page then ends there (with at least one item) and `next`
  * names its last item, so the following page starts with the item left out.
  */
-export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string): readonly string[] {
-  // In pieces, not joined: a page of kept renderings is sent without being copied into one string first.
-  const pieces: string[] = [`{"${key}":[`];
+export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string | readonly string[]): readonly string[] {
+  const items: (string | readonly string[])[] = [];
   // Bytes of the items so far, counted exactly only once their bound (3 per UTF-16 unit) could pass pageBytesMax:
   // a page far below it (the usual one) is never scanned for its UTF-8 length.
   let bytes = 0;
   let exact = false;
   let more = page.more;
-  let count = 0;
+  let pieceCount = 0;
   for (const item of page.items) {
     const json = render(item);
     // +1: the comma between items.
-    bytes += (exact ? Buffer.byteLength(json, 'utf8') : json.length * 3) + 1;
+    bytes += (exact ? utf8Bytes(json) : charsOf(json) * 3) + 1;
     if (!exact && bytes > pageBytesMax) {
       exact = true;
-      bytes = count;
-      for (let i = 1; i < pieces.length; i++) if (pieces[i] !== ',') bytes += Buffer.byteLength(pieces[i]!, 'utf8');
-      bytes += Buffer.byteLength(json, 'utf8') + 1;
+      bytes = items.length;
+      for (const done of items) bytes += utf8Bytes(done);
+      bytes += utf8Bytes(json) + 1;
     }
-    if (bytes > pageBytesMax && count > 0) {
+    if (bytes > pageBytesMax && items.length > 0) {
       more = true;
       break;
     }
-    if (count > 0) pieces.push(',');
-    pieces.push(json);
-    count++;
+    items.push(json);
+    pieceCount += typeof json === 'string' ? 1 : json.length;
   }
-  const last = page.items[count - 1];
+  const last = page.items[items.length - 1];
   const next = more && last !== undefined ? `,"next":"${encodeCursor(last)}"` : '';
-  pieces.push(`]${next}}`);
+  // In pieces, not joined: a page of kept renderings is sent without being copied into one string first. Made at
+  // its final length (the items, a comma between each two, the opening and the close).
+  const pieces = new Array<string>(pieceCount + Math.max(items.length - 1, 0) + 2);
+  let at = 0;
+  pieces[at++] = `{"${key}":[`;
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) pieces[at++] = ',';
+    const json = items[i]!;
+    if (typeof json === 'string') pieces[at++] = json;
+    else for (let j = 0; j < json.length; j++) pieces[at++] = json[j]!;
+  }
+  pieces[at] = `]${next}}`;
   return pieces;
+}
+
+function charsOf(text: string | readonly string[]): number {
+  if (typeof text === 'string') return text.length;
+  let chars = 0;
+  for (const part of text) chars += part.length;
+  return chars;
+}
+
+function utf8Bytes(text: string | readonly string[]): number {
+  if (typeof text === 'string') return Buffer.byteLength(text, 'utf8');
+  let bytes = 0;
+  for (const part of text) bytes += Buffer.byteLength(part, 'utf8');
+  return bytes;
 }
 
 /**

@@ -40,6 +40,16 @@ function memo<K extends object>(kept: WeakMap<K, string>, key: K, make: (key: K)
 }
 
 /**
+ * Embedded renderings at least this long stay pieces of their own in a User rendered for a page (userFullParts):
+ * an Application's or Group's JSON is most of a full User, and copying it into each User's string made most of
+ * a search's garbage. Shorter ones cost more as a piece of the reply than as a copy.
+ */
+const embedCharsMin = 128;
+
+/** Renderings of up to this many pieces are joined from an array kept for their length (Pieces.text): at most ~130 KB of arrays. */
+const joinArraysLengthMax = 180;
+
+/**
  * The pieces of the User rendering under way, joined once into one flat string: concatenated step by step, a
  * rendering made a string per step, and the front end flattened the result once more to encode it. One list
  * serves every rendering (they are synchronous and never nest), so it is not grown again for each.
@@ -49,11 +59,33 @@ class Pieces {
   private count = 0;
   /** No item of the list under way yet (startList). */
   private first = true;
+  /** A rendering begun by beginParts: the runs joined so far and the long embedded renderings between them. */
+  private parts: string[] | undefined;
+  /** By length, up to joinArraysLengthMax: the arrays text() joins. */
+  private readonly joinArrays: string[][] = [];
 
   /** Starts a rendering: whatever a rendering that threw left behind is dropped. */
   begin(): this {
     this.count = 0;
+    this.parts = undefined;
     return this;
+  }
+
+  /** Starts a rendering whose long embedded renderings stay pieces of their own (embed, parts). */
+  beginParts(): this {
+    this.count = 0;
+    this.parts = [];
+    return this;
+  }
+
+  /** A rendering kept elsewhere (an Application's, a Group's): in a rendering begun by beginParts, not copied when long. */
+  embed(s: string): void {
+    if (this.parts === undefined || s.length < embedCharsMin) {
+      this.add(s);
+      return;
+    }
+    if (this.count > 0) this.parts.push(this.text());
+    this.parts.push(s);
   }
 
   /** Up to three pieces at once: a rest parameter would make an array per call. */
@@ -91,11 +123,30 @@ class Pieces {
     this.count = writeTimestamp(this.list, this.count, micros);
   }
 
-  /** The rendering, and the list made ready for the next one. */
+  /**
+   * The rendering, and the list made ready for the next one. Joined from an array of exactly its length, kept per
+   * length: cutting the list to length and growing it again made a new backing store for every rendering.
+   */
   text(): string {
-    this.list.length = this.count;
+    const n = this.count;
     this.count = 0;
-    return this.list.join('');
+    if (n === 1) return this.list[0]!;
+    if (n > joinArraysLengthMax) {
+      this.list.length = n;
+      return this.list.join('');
+    }
+    let exact = this.joinArrays[n];
+    if (exact === undefined) this.joinArrays[n] = exact = new Array<string>(n).fill('');
+    for (let i = 0; i < n; i++) exact[i] = this.list[i]!;
+    return exact.join('');
+  }
+
+  /** The rendering begun by beginParts, in order: what was added between embeds joined, the embedded as they were. */
+  partsText(): string[] {
+    const parts = this.parts ?? [];
+    if (this.count > 0) parts.push(this.text());
+    this.parts = undefined;
+    return parts;
   }
 }
 
@@ -221,9 +272,11 @@ export class Renderer {
   private apikeys(user: User): void {
     const out = this.out;
     out.startList('[');
-    for (const key of user.apikeys) {
+    // Indexed loops here and below: an iterator's result objects were a tenth of a search page's garbage.
+    const keys = user.apikeys;
+    for (let i = 0; i < keys.length; i++) {
       out.nextItem();
-      out.add(this.apikey(user.id, key));
+      out.add(this.apikey(user.id, keys[i]!));
     }
     out.add(']');
   }
@@ -232,11 +285,13 @@ export class Renderer {
   private applicationsOf(user: User, brief: boolean): void {
     const out = this.out;
     out.startList(',"applications":[');
-    for (const id of user.applications) {
-      const app = this.state.application(id);
+    const ids = user.applications;
+    for (let i = 0; i < ids.length; i++) {
+      const app = this.state.application(ids[i]!);
       if (app === undefined) continue;
       out.nextItem();
-      out.add(brief ? memo(this.applicationBriefJson, app, applicationBrief) : this.application(app));
+      if (brief) out.add(memo(this.applicationBriefJson, app, applicationBrief));
+      else out.embed(this.application(app));
     }
     out.add(']');
   }
@@ -245,11 +300,13 @@ export class Renderer {
   private groupsOf(user: User, brief: boolean): void {
     const out = this.out;
     out.startList(',"groups":[');
-    for (const id of user.groups) {
-      const group = this.state.group(id);
+    const ids = user.groups;
+    for (let i = 0; i < ids.length; i++) {
+      const group = this.state.group(ids[i]!);
       if (group === undefined) continue;
       out.nextItem();
-      out.add(brief ? memo(this.groupBriefJson, group, groupBrief) : this.group(group));
+      if (brief) out.add(memo(this.groupBriefJson, group, groupBrief));
+      else out.embed(this.group(group));
     }
     out.add(']');
   }
@@ -264,7 +321,20 @@ export class Renderer {
    * As large as every custom_data it embeds: listings bound it per page (src/http/paging.ts).
    */
   userFull(user: User): string {
-    const out = this.out.begin();
+    this.out.begin();
+    this.userFullPieces(user);
+    return this.out.text();
+  }
+
+  /** userFull for a page of Users, in parts: the Applications' and Groups' kept renderings are not copied into it. */
+  userFullParts(user: User): string[] {
+    this.out.beginParts();
+    this.userFullPieces(user);
+    return this.out.partsText();
+  }
+
+  private userFullPieces(user: User): void {
+    const out = this.out;
     this.userHead(user);
     out.add(',"organization":', this.organizationBrief(user));
     this.applicationsOf(user, false);
@@ -273,7 +343,6 @@ export class Renderer {
     this.apikeys(user);
     out.add(',');
     this.userTail(user);
-    return out.text();
   }
 
   /**
@@ -291,7 +360,9 @@ export class Renderer {
     this.applicationsOf(user, true);
     this.groupsOf(user, true);
     out.startList(',"apikeys":[');
-    for (const k of user.apikeys) {
+    const keys = user.apikeys;
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
       out.nextItem();
       out.field('{"id":', k.id);
       out.field(',"name":', k.name);

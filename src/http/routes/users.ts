@@ -38,8 +38,13 @@ type RenderUser = (user: User) => string;
  * cache: random terms over many Users would cycle it, and every rendering it kept and then dropped would be
  * promoted to the old generation first, whose collections made the slowest searches (see docs/performance.md).
  */
-function userRenderer(renderer: Renderer, query: string): RenderUser {
-  return minimalRequested(query) ? (u) => renderer.userMinimal(u) : (u) => renderer.userFull(u);
+function userRenderer(renderer: Renderer, minimal: boolean): RenderUser {
+  return minimal ? (u) => renderer.userMinimal(u) : (u) => renderer.userFull(u);
+}
+
+/** The same for a page (pageResult), which takes a full User in parts. */
+function userPageRenderer(renderer: Renderer, minimal: boolean): (user: User) => string | readonly string[] {
+  return minimal ? (u) => renderer.userMinimal(u) : (u) => renderer.userFullParts(u);
 }
 
 /** Users found by a search: one deleted since (slices run between other requests) is skipped. */
@@ -81,10 +86,10 @@ export const userRoutes: readonly RouteDecl[] = [
     access: 'read', audit: 'none', result: listOf('users', { oneOf: [ref('User'), ref('UserMinimal')] }),
     handler: ({ query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
-      const render = userRenderer(renderer, query);
-      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit, page.offset), render) };
+      const minimal = minimalRequested(query);
+      if (page !== undefined) return { result: pageResult('users', state.pageUsers(page.after, page.limit, page.offset), userPageRenderer(renderer, minimal)) };
       // A million users would be a gigabyte as one string: rendered and sent as the client drains it.
-      return listing('users', rendering(state.allUsers(), render));
+      return listing('users', rendering(state.allUsers(), userRenderer(renderer, minimal)));
     },
   }),
   route({
@@ -94,11 +99,13 @@ export const userRoutes: readonly RouteDecl[] = [
     // Bad input is refused before the first slice; a search done in its first slice answers without a promise.
     handler: ({ params, query, deps: { state, renderer } }) => {
       const page = pageRequest(query);
-      const render = userRenderer(renderer, query);
+      const minimal = minimalRequested(query);
       const term = searchTerm(params['search'] ?? '');
       if (page !== undefined) {
+        const render = userPageRenderer(renderer, minimal);
         return whenReady(searchPage(state.beginPageSearch(term, page.after, page.limit, page.offset)), (found) => ({ result: pageResult('users', found, render) }));
       }
+      const render = userRenderer(renderer, minimal);
       const cursor = state.search.cursor(term);
       // A short term can match most users: past the first matches, the rest is matched as the client drains them.
       return whenReady(firstMatches(cursor, searchResultsInlineMax + 1), (ids): RouteResult => listing('users', streamedMatches(state, ids, cursor, render)));
