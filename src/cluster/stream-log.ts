@@ -100,10 +100,14 @@ export class StreamLog {
       maxReconnectAttempts: -1, reconnectTimeWait: clusterReconnectWaitMs, waitOnFirstConnect: opts.waitForServers ?? true,
     });
     try {
-      const jsm = await jetstreamManager(nc, { timeout: clusterPublishTimeoutMs });
-      const log = new StreamLog(nc, jetstream(nc, { timeout: clusterPublishTimeoutMs }), jsm, opts.stream);
-      const ensure = (): Promise<void> => log.#ensureStream(opts.replicas, opts.createMissing ?? true);
-      await (opts.startWaitMs === undefined ? ensure() : whileUnavailable(ensure, opts.startWaitMs));
+      // The manager too: making it asks JetStream for the account's info, which is refused while servers elect a meta leader.
+      const start = async (): Promise<StreamLog> => {
+        const jsm = await jetstreamManager(nc, { timeout: clusterPublishTimeoutMs });
+        const log = new StreamLog(nc, jetstream(nc, { timeout: clusterPublishTimeoutMs }), jsm, opts.stream);
+        await log.#ensureStream(opts.replicas, opts.createMissing ?? true);
+        return log;
+      };
+      const log = await (opts.startWaitMs === undefined ? start() : whileUnavailable(start, opts.startWaitMs));
       log.#watch(opts.onConnection);
       return log;
     } catch (err) {
