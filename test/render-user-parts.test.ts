@@ -1,4 +1,4 @@
-// A page of full Users (GET /users?limit, a paged search) is sent in parts, each User's Applications and Groups
+// A page of full Users (GET /users?limit, a paged search) is sent in pieces, each User's Applications and Groups
 // as their kept texts (Renderer.userFullParts): the page must read exactly as the Users rendered one by one.
 
 import assert from 'node:assert/strict';

@@ -24,19 +24,27 @@ export interface HttpRequest {
 }
 
 /**
- * A body's text, whole or in pieces that are sent one after another. Pieces are encoded one by one, never
- * joined first: joining a large cached piece (a rendered User) with its envelope would copy it into a new
- * string on every reply.
+ * A body's text, whole or in pieces that are sent one after another, a piece being a string or a list of pieces
+ * in turn. Pieces are encoded one by one, never joined first: joining a large cached piece (a rendered User)
+ * with its envelope would copy it into a new string on every reply, and a list is sent where it stands (a
+ * page's Users, each User's own pieces) rather than copied into its enclosing one.
  */
-export type BodyPiece = string;
+export type BodyPiece = string | readonly BodyPiece[];
 export type BodyText = string | readonly BodyPiece[];
 
 /** The text of a body as one string (for tests and the rare reply that is too long for the encode buffer). */
 export function joined(text: BodyText): string {
   if (typeof text === 'string') return text;
-  let out = '';
-  for (const piece of text) out += piece;
-  return out;
+  const flat: string[] = [];
+  flatten(text, flat);
+  return flat.join('');
+}
+
+function flatten(pieces: readonly BodyPiece[], into: string[]): void {
+  for (const piece of pieces) {
+    if (typeof piece === 'string') into.push(piece);
+    else flatten(piece, into);
+  }
 }
 
 export interface Reply {

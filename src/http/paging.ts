@@ -13,6 +13,7 @@
 
 import { listInlineCharsMax, listSliceCharsMax, pageBytesMax, pageCursorCharsMax, pageItemsMax, pageOffsetMax } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
+import type { BodyPiece } from './adapter.js';
 import type { Page, PagePosition } from '../store/creation-order.js';
 import { isWellFormedId } from '../domain/ids.js';
 import { streamPause } from './pipeline.js';
@@ -112,14 +113,13 @@ export function pageRequest(query: string): PageRequest | undefined {
  * next would take the page past pageBytesMax: the page then ends there (with at least one item) and `next`
  * names its last item, so the following page starts with the item left out.
  */
-export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string | readonly string[]): readonly string[] {
+export function pageResult<T extends PagePosition>(key: string, page: Page<T>, render: (item: T) => string | readonly string[]): readonly BodyPiece[] {
   const items: (string | readonly string[])[] = [];
   // Bytes of the items so far, counted exactly only once their bound (3 per UTF-16 unit) could pass pageBytesMax:
   // a page far below it (the usual one) is never scanned for its UTF-8 length.
   let bytes = 0;
   let exact = false;
   let more = page.more;
-  let pieceCount = 0;
   for (const item of page.items) {
     const json = render(item);
     // +1: the comma between items.
@@ -135,20 +135,18 @@ export function pageResult<T extends PagePosition>(key: string, page: Page<T>, r
       break;
     }
     items.push(json);
-    pieceCount += typeof json === 'string' ? 1 : json.length;
   }
   const last = page.items[items.length - 1];
   const next = more && last !== undefined ? `,"next":"${encodeCursor(last)}"` : '';
-  // In pieces, not joined: a page of kept renderings is sent without being copied into one string first. Made at
-  // its final length (the items, a comma between each two, the opening and the close).
-  const pieces = new Array<string>(pieceCount + Math.max(items.length - 1, 0) + 2);
+  // In pieces, not joined: a page of kept renderings is sent without being copied into one string first, and an
+  // item in pieces stays a list of its own. Made at its final length (the items, a comma between each two, the
+  // opening and the close).
+  const pieces = new Array<BodyPiece>(items.length === 0 ? 2 : 2 * items.length + 1);
   let at = 0;
   pieces[at++] = `{"${key}":[`;
   for (let i = 0; i < items.length; i++) {
     if (i > 0) pieces[at++] = ',';
-    const json = items[i]!;
-    if (typeof json === 'string') pieces[at++] = json;
-    else for (let j = 0; j < json.length; j++) pieces[at++] = json[j]!;
+    pieces[at++] = items[i]!;
   }
   pieces[at] = `]${next}}`;
   return pieces;

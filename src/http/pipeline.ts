@@ -77,15 +77,7 @@ function elapsedSeconds(req: HttpRequest): string {
 
 /** The envelope around a result, as pieces: the result's own pieces are not copied into a new string (see BodyText). */
 export function envelope(req: HttpRequest, result: BodyText): readonly BodyPiece[] {
-  const open = '{"service":{"result":';
-  const close = `,"elapsed":${elapsedSeconds(req)}}}`;
-  if (typeof result === 'string') return [open, result, close];
-  // Made at its final length: a page's hundreds of pieces pushed one by one grew the array several times.
-  const pieces = new Array<BodyPiece>(result.length + 2);
-  pieces[0] = open;
-  for (let i = 0; i < result.length; i++) pieces[i + 1] = result[i]!;
-  pieces[result.length + 1] = close;
-  return pieces;
+  return ['{"service":{"result":', result, `,"elapsed":${elapsedSeconds(req)}}}`];
 }
 
 type HeaderList = readonly (readonly [string, string])[];

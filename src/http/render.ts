@@ -39,53 +39,27 @@ function memo<K extends object>(kept: WeakMap<K, string>, key: K, make: (key: K)
   return json;
 }
 
-/**
- * Embedded renderings at least this long stay pieces of their own in a User rendered for a page (userFullParts):
- * an Application's or Group's JSON is most of a full User, and copying it into each User's string made most of
- * a search's garbage. Shorter ones cost more as a piece of the reply than as a copy.
- */
-const embedCharsMin = 128;
-
 /** Renderings of up to this many pieces are joined from an array kept for their length (Pieces.text): at most ~130 KB of arrays. */
 const joinArraysLengthMax = 180;
 
 /**
- * The pieces of the User rendering under way, joined once into one flat string: concatenated step by step, a
- * rendering made a string per step, and the front end flattened the result once more to encode it. One list
- * serves every rendering (they are synchronous and never nest), so it is not grown again for each.
+ * The pieces of the User rendering under way: joined once into one flat string (text()), or handed over as they
+ * are (pieces()) for a reply that is not kept. Concatenated step by step, a rendering made a string per step, and
+ * the front end flattened the result once more to encode it. One list serves every rendering (they are
+ * synchronous and never nest), so it is not grown again for each.
  */
 class Pieces {
   private readonly list: string[] = [];
   private count = 0;
   /** No item of the list under way yet (startList). */
   private first = true;
-  /** A rendering begun by beginParts: the runs joined so far and the long embedded renderings between them. */
-  private parts: string[] | undefined;
   /** By length, up to joinArraysLengthMax: the arrays text() joins. */
   private readonly joinArrays: string[][] = [];
 
   /** Starts a rendering: whatever a rendering that threw left behind is dropped. */
   begin(): this {
     this.count = 0;
-    this.parts = undefined;
     return this;
-  }
-
-  /** Starts a rendering whose long embedded renderings stay pieces of their own (embed, parts). */
-  beginParts(): this {
-    this.count = 0;
-    this.parts = [];
-    return this;
-  }
-
-  /** A rendering kept elsewhere (an Application's, a Group's): in a rendering begun by beginParts, not copied when long. */
-  embed(s: string): void {
-    if (this.parts === undefined || s.length < embedCharsMin) {
-      this.add(s);
-      return;
-    }
-    if (this.count > 0) this.parts.push(this.text());
-    this.parts.push(s);
   }
 
   /** Up to three pieces at once: a rest parameter would make an array per call. */
@@ -141,12 +115,11 @@ class Pieces {
     return exact.join('');
   }
 
-  /** The rendering begun by beginParts, in order: what was added between embeds joined, the embedded as they were. */
-  partsText(): string[] {
-    const parts = this.parts ?? [];
-    if (this.count > 0) parts.push(this.text());
-    this.parts = undefined;
-    return parts;
+  /** The rendering's pieces as they are, none joined or copied: for a reply that sends them where they stand. */
+  pieces(): string[] {
+    const n = this.count;
+    this.count = 0;
+    return this.list.slice(0, n);
   }
 }
 
@@ -291,7 +264,7 @@ export class Renderer {
       if (app === undefined) continue;
       out.nextItem();
       if (brief) out.add(memo(this.applicationBriefJson, app, applicationBrief));
-      else out.embed(this.application(app));
+      else out.add(this.application(app));
     }
     out.add(']');
   }
@@ -306,7 +279,7 @@ export class Renderer {
       if (group === undefined) continue;
       out.nextItem();
       if (brief) out.add(memo(this.groupBriefJson, group, groupBrief));
-      else out.embed(this.group(group));
+      else out.add(this.group(group));
     }
     out.add(']');
   }
@@ -326,11 +299,14 @@ export class Renderer {
     return this.out.text();
   }
 
-  /** userFull for a page of Users, in parts: the Applications' and Groups' kept renderings are not copied into it. */
+  /**
+   * userFull for a page of Users, in pieces: neither the Applications' and Groups' kept renderings nor the User's
+   * own fields are copied into a string of its own; the front end encodes the pieces straight into the reply.
+   */
   userFullParts(user: User): string[] {
-    this.out.beginParts();
+    this.out.begin();
     this.userFullPieces(user);
-    return this.out.partsText();
+    return this.out.pieces();
   }
 
   private userFullPieces(user: User): void {
@@ -383,23 +359,28 @@ export class Renderer {
     return out.text();
   }
 
-  /** userFull, kept once asked again: GET of a User is answered again and again. */
-  userFullKept(user: User): string {
-    return this.keptText(user, 'full', this.userFull);
+  /**
+   * userFull, kept once asked again: GET of a User is answered again and again. A User asked for the first time
+   * is answered in pieces (userFullParts): nothing of it is kept, so nothing is joined.
+   */
+  userFullKept(user: User): string | readonly string[] {
+    const held = this.current(user);
+    if (held?.full !== undefined) return held.full;
+    if (held === undefined && !this.renderedOnce.repeated(textHash(user.id))) return this.userFullParts(user);
+    return this.keep(user, held, 'full', this.userFull(user));
   }
 
   /** userAuthenticated, kept once asked again: the hot path of a recognised authentication renders nothing. */
   userAuthenticatedKept(user: User): string {
-    return this.keptText(user, 'authenticated', this.userAuthenticated);
+    const held = this.current(user);
+    if (held?.authenticated !== undefined) return held.authenticated;
+    const text = this.userAuthenticated(user);
+    if (held === undefined && !this.renderedOnce.repeated(textHash(user.id))) return text;
+    return this.keep(user, held, 'authenticated', text);
   }
 
-  /** One rendering of a User, kept from its second ask on and counted against the cache's bytes. render is a method, so a hit allocates nothing. */
-  private keptText(user: User, slot: 'full' | 'authenticated', render: (this: Renderer, user: User) => string): string {
-    const held = this.current(user);
-    const have = held?.[slot];
-    if (have !== undefined) return have;
-    const text = render.call(this, user);
-    if (held === undefined && !this.renderedOnce.repeated(textHash(user.id))) return text;
+  /** Keeps one rendering of a User (from its second ask on), counted against the cache's bytes. */
+  private keep(user: User, held: KeptUser | undefined, slot: 'full' | 'authenticated', text: string): string {
     const kept = held ?? this.keptEntry(user);
     kept[slot] = text;
     kept.bytes += text.length;
