@@ -283,7 +283,7 @@ export const apikeyDerivedSecretsMax = 100_000;
 export const perProcessKeyBytes = 32;
 /** The niceness of a hash worker thread (Linux; 0 is the event loop's): argon2 yields the CPU to replies and the garbage collector. */
 export const hashWorkerNiceness = 10;
-/** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before uWS copies them out (src/http/front-uws.ts). */
+/** Reply bodies up to a third of this (in UTF-16 units) are encoded into one reused buffer before the front end copies them out (src/http/front-uws.ts, front-node.ts). */
 export const replyEncodeBytesMax = 64 * 1024;
 /** Peer addresses whose text is kept by their binary form (src/http/front-uws.ts); the cache starts over when full. */
 export const peerAddressTextsMax = 4096;

@@ -47,6 +47,42 @@ function flatten(pieces: readonly BodyPiece[], into: string[]): void {
   }
 }
 
+/**
+ * Pieces up to this many UTF-16 units are copied by encodePieces' own loop when they are ASCII: a Buffer write
+ * is a call into C++, which costs more than copying a short field's few bytes.
+ */
+const inlineCopyCharsMax = 48;
+
+/**
+ * Encodes the pieces as UTF-8 into `into` from `at`, nested lists in order; answers where they end, or -1 once
+ * one may not fit (what was written is then to be ignored).
+ */
+export function encodePieces(into: Buffer, pieces: readonly BodyPiece[], at: number): number {
+  for (let i = 0; i < pieces.length && at !== -1; i++) {
+    const piece = pieces[i]!;
+    if (typeof piece !== 'string') {
+      at = encodePieces(into, piece, at);
+      continue;
+    }
+    const n = piece.length;
+    // A UTF-16 unit is at most 3 UTF-8 bytes: a piece within that bound of the room left fits; one that may not
+    // is counted exactly before the buffer is given up.
+    const room = into.length - at;
+    if (n * 3 > room && Buffer.byteLength(piece, 'utf8') > room) return -1;
+    let c = 0;
+    if (n <= inlineCopyCharsMax) {
+      for (; c < n; c++) {
+        const unit = piece.charCodeAt(c);
+        if (unit >= 0x80) break;
+        into[at + c] = unit;
+      }
+    }
+    // Not short, or not ASCII: written whole, over whatever of it the loop copied.
+    at += c === n ? n : into.write(piece, at, 'utf8');
+  }
+  return at;
+}
+
 export interface Reply {
   readonly status: number;
   /** The whole body, or with `stream` the part sent first. */

@@ -2,16 +2,23 @@
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax } from '../config/limits.js';
+import { bodyReceiveSweepMs, connectionIdleMs, headerBytesMax, replyEncodeBytesMax } from '../config/limits.js';
 import {
-  addressFromText, drainsRefusedBody, joined, refusal, RequestTracker, statusLine,
+  addressFromText, drainsRefusedBody, encodePieces, joined, refusal, RequestTracker, statusLine,
   type AdapterOptions, type BodyText, type EarlyReplyKind, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer, type StreamSink,
 } from './adapter.js';
 
 const methodsWithBody: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
-/** Each reply's own bytes: node:http may still hold a body it was handed after end() returns, so no buffer is reused. */
+/** Where a body in pieces is encoded before it is copied out: one copy, and no string joined from the pieces. */
+const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
+
+/** Each reply's own bytes: node:http may still hold a body it was handed after end() returns, so the scratch is copied out. */
 function bodyBytes(body: BodyText): Buffer {
+  if (typeof body !== 'string') {
+    const end = encodePieces(replyScratch, body, 0);
+    if (end !== -1) return Buffer.from(replyScratch.subarray(0, end));
+  }
   return Buffer.from(joined(body), 'utf8');
 }
 

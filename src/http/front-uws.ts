@@ -3,8 +3,8 @@
 import type * as Uws from 'uWebSockets.js';
 import { bodyReceiveSweepMs, headerBytesMax, peerAddressTextsMax, replyEncodeBytesMax } from '../config/limits.js';
 import {
-  addressText, drainsRefusedBody, joined, refusal, RequestTracker, statusLine, statusLines,
-  type AdapterOptions, type BodyPiece, type BodyText, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer, type StreamSink,
+  addressText, drainsRefusedBody, encodePieces, joined, refusal, RequestTracker, statusLine, statusLines,
+  type AdapterOptions, type BodyText, type Finish, type HttpRequest, type Reply, type RequestState, type RunningServer, type StreamSink,
 } from './adapter.js';
 
 /*
@@ -24,43 +24,10 @@ const replyScratch = Buffer.allocUnsafeSlow(replyEncodeBytesMax);
  */
 const uwsCorkBufferBytes = 16 * 1024;
 
-/**
- * Pieces up to this many UTF-16 units are copied into replyScratch by a loop here when they are ASCII: a Buffer
- * write is a call into C++, which costs more than copying a short field's few bytes.
- */
-const inlineCopyCharsMax = 48;
-
-/** Where the body's pieces were encoded up to in replyScratch; -1 once one may not fit (the body is then sent as one string). */
-function encodePieces(pieces: readonly BodyPiece[], at: number): number {
-  for (let i = 0; i < pieces.length && at !== -1; i++) {
-    const piece = pieces[i]!;
-    if (typeof piece !== 'string') {
-      at = encodePieces(piece, at);
-      continue;
-    }
-    const n = piece.length;
-    // A UTF-16 unit is at most 3 UTF-8 bytes: a piece within that bound of the room left fits; one that may not
-    // is counted exactly before the buffer is given up.
-    const room = replyEncodeBytesMax - at;
-    if (n * 3 > room && Buffer.byteLength(piece, 'utf8') > room) return -1;
-    let c = 0;
-    if (n <= inlineCopyCharsMax) {
-      for (; c < n; c++) {
-        const unit = piece.charCodeAt(c);
-        if (unit >= 0x80) break;
-        replyScratch[at + c] = unit;
-      }
-    }
-    // Not short, or not ASCII: written whole, over whatever of it the loop copied.
-    at += c === n ? n : replyScratch.write(piece, at, 'utf8');
-  }
-  return at;
-}
-
 /** The body as bytes in replyScratch (valid until the next call), or as one string when it may not fit. */
 function encodedBody(body: BodyText): string | Buffer {
   if (typeof body === 'string') return body.length * 3 > replyEncodeBytesMax ? body : replyScratch.subarray(0, replyScratch.write(body, 0, 'utf8'));
-  const end = encodePieces(body, 0);
+  const end = encodePieces(replyScratch, body, 0);
   return end === -1 ? joined(body) : replyScratch.subarray(0, end);
 }
 
