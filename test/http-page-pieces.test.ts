@@ -1,5 +1,5 @@
 // A page of full Users is sent as the pieces it was rendered in, short ASCII ones copied into the reply by the
-// front end itself (src/http/front-uws.ts): on the wire, every User on a page must read as GET of that User.
+// front end's own loop (encodePieces, src/http/adapter.ts): on the wire, every User on a page reads as GET of that User.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
