@@ -5,7 +5,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { logBatchBytes, logFlushMs } from '../src/config/limits.js';
+import { auditFieldCharsMax, logBatchBytes, logFlushMs } from '../src/config/limits.js';
 import { Audit, authenticationTargets, type AuditEntry } from '../src/service/audit.js';
 import { fdOutput, LogWriter } from '../src/service/log-writer.js';
 
@@ -64,6 +64,12 @@ test("an authentication's line from its parts, kept (as bytes) or not, is the li
     { user: 'Zoë "q" \u2028 \u{1f511}', outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
     { application: 'x\ud800y\udc00', apikey: 'K\u202e', outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
     { outcome: 'locked', reason: 'locked_address', address: '198.51.100.2' },
+    // Plain text at the cut and one past it (cut, as text), every ASCII edge of plain text, the targets one by one.
+    { application: 'a'.repeat(auditFieldCharsMax), apikey: 'k'.repeat(auditFieldCharsMax + 1), outcome: 'success', address: ' !#[]~', peer: '::1' },
+    { apikey: 'k1', outcome: 'failure', reason: 'key_disabled', address: '10.0.0.2', peer: '10.0.0.2' },
+    { application: 'a1', apikey: 'k1', outcome: 'success', address: 'x\u007fy' },
+    { user: 'u1', apikey: 'k1', outcome: 'overloaded', address: 'x\\y' },
+    { user: 'u1', outcome: 'error', address: '10.0.0.3', peer: 'p"q' },
   ];
   for (const c of cases) {
     const targets: Record<string, string> = {};
@@ -73,7 +79,7 @@ test("an authentication's line from its parts, kept (as bytes) or not, is the li
     const text = authenticationTargets(c.application, c.user, c.apikey);
     for (const caller of [null, 'c1', 'bad "caller"\u2029']) {
       audit.record({ action: 'authenticate', caller, targets, outcome: c.outcome, reason: c.reason, address: c.address, peer: c.peer });
-      audit.recordAuthentication('authenticate', caller, text, c.outcome, c.reason, c.address, c.peer);
+      audit.recordAuthentication('authenticate', caller, c.application, c.user, c.apikey, c.outcome, c.reason, c.address, c.peer);
       audit.recordPrepared(audit.prepareAuthentication(text, c.outcome, c.reason, c.address, c.peer, { caller }), caller);
       // Kept for another caller: written as text, with this one.
       audit.recordPrepared(audit.prepareAuthentication(text, c.outcome, c.reason, c.address, c.peer, { caller: 'someone else' }), caller);

@@ -98,8 +98,8 @@ export const trustedPairsSaveIntervalMs = 5 * 60_000;
 // Audit trail (src/service/audit.ts) and log output (src/service/log-writer.ts)
 /** Every string in an audit line is cut to this: ids are 22-25 characters, addresses at most 64. */
 export const auditFieldCharsMax = 128;
-/** A kept audit line (a recognised authentication's) is put together as bytes in a buffer this long; a longer one, only of hostile text, is written as text. */
-export const keptAuditLineBytesMax = 4 * 1024;
+/** An audit line put together as bytes (a credential check's, a recognised authentication's) has a buffer this long; a longer one, only of hostile text, is written as text. */
+export const auditLineBytesMax = 4 * 1024;
 /** Log lines wait at most this long to be written, together with the others of that time. */
 export const logFlushMs = 5;
 /** ...or until this much waits, as UTF-8 (at ~35,000 authentications a second, about logFlushMs worth of audit lines). */

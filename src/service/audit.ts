@@ -7,7 +7,7 @@
 // Only ids, codes and addresses go in; every string is cut to auditFieldCharsMax, JSON.stringify escapes
 // control characters, and logSafe() the separators JSON allows raw, so a hostile value cannot forge or break a line.
 
-import { auditFieldCharsMax, keptAuditLineBytesMax } from '../config/limits.js';
+import { auditFieldCharsMax, auditLineBytesMax } from '../config/limits.js';
 import { isPlainJsonText } from '../domain/json-text.js';
 
 /** 'success', 'failure' or 'locked' for authentications; 'success' or the error code for mutations. */
@@ -77,12 +77,53 @@ function writeDigits(bytes: Buffer, at: number, n: number): number {
   return at + digits;
 }
 
+/** The constant parts of a credential check's line, as bytes (authenticationBytes). */
+const asBytes = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+const callerBytes = asBytes(',"caller":');
+const nullBytes = asBytes('null');
+const targetsBytes = asBytes(',"targets":{');
+const applicationBytes = asBytes('"application":');
+const userBytes = asBytes('"user":');
+const userNextBytes = asBytes(',"user":');
+const apikeyBytes = asBytes('"apikey":');
+const apikeyNextBytes = asBytes(',"apikey":');
+const outcomeBytes = asBytes('},"outcome":');
+const addressBytes = asBytes(',"address":');
+const reasonBytes = asBytes(',"reason":');
+const peerBytes = asBytes(',"peer":');
+const lineEndBytes = asBytes(',"msg":"audit"}\n');
+
+/** src into bytes at `at`: where it ends, or -1 if it would not fit or `at` is -1 already. */
+function copyBytes(bytes: Uint8Array, at: number, src: Uint8Array): number {
+  if (at < 0 || at + src.length > bytes.length) return -1;
+  for (let i = 0; i < src.length; i++) bytes[at + i] = src[i]!;
+  return at + src.length;
+}
+
+/**
+ * The JSON string literal of s into bytes at `at`, as field() makes it, when s is plain text (isPlainJsonText) of at
+ * most auditFieldCharsMax characters: where it ends. -1 for any other s, if it would not fit, or if `at` is -1 already.
+ */
+function plainField(bytes: Uint8Array, at: number, s: string): number {
+  const n = s.length;
+  if (at < 0 || n > auditFieldCharsMax || at + n + 2 > bytes.length) return -1;
+  bytes[at] = 0x22;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return -1;
+    bytes[at + 1 + i] = c;
+  }
+  bytes[at + 1 + n] = 0x22;
+  return at + n + 2;
+}
+
 export class Audit {
-  /** `,"service":"<name>","audit":`, made once. */
+  /** `,"service":"<name>","audit":`, made once, as text and as UTF-8. */
   private readonly serviceField: string;
-  /** Where a kept entry's line is put together: lineStart, made once, then its time and its tail. */
-  private readonly keptLine = Buffer.alloc(keptAuditLineBytesMax);
-  private readonly keptLineStart = this.keptLine.write(lineStart, 'latin1');
+  private readonly serviceFieldBytes: Uint8Array;
+  /** Where a line is put together as bytes (a kept entry's, a credential check's): lineStart, made once, then its time and the rest. */
+  private readonly lineBytes = Buffer.alloc(auditLineBytesMax);
+  private readonly lineBytesStart = this.lineBytes.write(lineStart, 'latin1');
 
   /**
    * Lines are written as text rather than through the logger: the entries hold only ids, codes and
@@ -91,6 +132,7 @@ export class Audit {
    */
   constructor(private readonly sink: AuditSink | undefined, service = 'authd') {
     this.serviceField = `,"service":${JSON.stringify(service)},"audit":`;
+    this.serviceFieldBytes = Buffer.from(this.serviceField, 'utf8');
   }
 
   record(entry: AuditEntry): void {
@@ -99,12 +141,36 @@ export class Audit {
 
   /**
    * A line of a credential check (`authenticate`, `caller.authenticate`), from its parts: the hot path of POST
-   * /authenticate makes no entry or targets object for it. targets: authenticationTargets().
+   * /authenticate makes no entry, targets or text for it. Its ids, codes and addresses are plain ASCII, copied
+   * into the line's bytes as they are; a line with any other text in it is written as text, escaped and cut.
    */
   recordAuthentication(
-    action: string, caller: string | null, targets: string, outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined,
+    action: string, caller: string | null, application: string | undefined, user: string | undefined, apikey: string | undefined,
+    outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined,
   ): void {
-    if (this.sink !== undefined) this.write(field(action), caller, restText(targets, outcome, address, reason, peer));
+    const sink = this.sink;
+    if (sink === undefined) return;
+    const end = sink.writeBytes === undefined ? -1 : this.authenticationBytes(action, caller, application, user, apikey, outcome, reason, address, peer);
+    if (end >= 0) sink.writeBytes!(this.lineBytes.subarray(0, end));
+    else this.write(field(action), caller, restText(authenticationTargets(application, user, apikey), outcome, address, reason, peer));
+  }
+
+  /** recordAuthentication's line into lineBytes, the bytes its text would encode to: where it ends, or -1 (see there). */
+  private authenticationBytes(
+    action: string, caller: string | null, application: string | undefined, user: string | undefined, apikey: string | undefined,
+    outcome: AuditOutcome, reason: string | undefined, address: string, peer: string | undefined,
+  ): number {
+    const b = this.lineBytes;
+    let at = copyBytes(b, writeDigits(b, this.lineBytesStart, Date.now()), this.serviceFieldBytes);
+    at = copyBytes(b, plainField(b, at, action), callerBytes);
+    at = copyBytes(b, caller === null ? copyBytes(b, at, nullBytes) : plainField(b, at, caller), targetsBytes);
+    if (application !== undefined) at = plainField(b, copyBytes(b, at, applicationBytes), application);
+    if (user !== undefined) at = plainField(b, copyBytes(b, at, application === undefined ? userBytes : userNextBytes), user);
+    if (apikey !== undefined) at = plainField(b, copyBytes(b, at, application === undefined && user === undefined ? apikeyBytes : apikeyNextBytes), apikey);
+    at = plainField(b, copyBytes(b, plainField(b, copyBytes(b, at, outcomeBytes), outcome), addressBytes), address);
+    if (reason !== undefined) at = plainField(b, copyBytes(b, at, reasonBytes), reason);
+    if (peer !== undefined && peer !== address) at = plainField(b, copyBytes(b, at, peerBytes), peer);
+    return copyBytes(b, at, lineEndBytes);
   }
 
   /**
@@ -126,13 +192,13 @@ export class Audit {
     if (this.sink === undefined) return;
     const encoded = prepared.encoded;
     // Longer than the buffer can only be a line of hostile text cut to auditFieldCharsMax per field.
-    if (encoded === undefined || encoded.caller !== caller || this.sink.writeBytes === undefined || this.keptLineStart + timeDigitsMax + encoded.tail.length > this.keptLine.length) {
+    if (encoded === undefined || encoded.caller !== caller || this.sink.writeBytes === undefined || this.lineBytesStart + timeDigitsMax + encoded.tail.length > this.lineBytes.length) {
       this.write(prepared.action, caller, prepared.rest);
       return;
     }
-    const at = writeDigits(this.keptLine, this.keptLineStart, Date.now());
-    this.keptLine.set(encoded.tail, at);
-    this.sink.writeBytes(this.keptLine.subarray(0, at + encoded.tail.length));
+    const at = writeDigits(this.lineBytes, this.lineBytesStart, Date.now());
+    this.lineBytes.set(encoded.tail, at);
+    this.sink.writeBytes(this.lineBytes.subarray(0, at + encoded.tail.length));
   }
 
   private write(action: string, caller: string | null, rest: string): void {

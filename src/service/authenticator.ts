@@ -252,7 +252,7 @@ export class Authenticator {
     // An admin's repeated requests ride the verify cache like a session: audited when the password was
     // really checked (and on every failure), not once per request, which would double the log per call.
     if (caller !== undefined && checked.cached === true) return caller;
-    this.guard.audit.recordAuthentication('caller.authenticate', user?.id ?? null, targetsOf(type, username, checked.userId), outcomeOf(user, checked), why, address, undefined);
+    this.guard.audit.recordAuthentication('caller.authenticate', user?.id ?? null, undefined, checked.userId, keyIdOf(type, username), outcomeOf(user, checked), why, address, undefined);
     return checked === shed ? overloaded : caller;
   }
 
@@ -272,16 +272,20 @@ export class Authenticator {
     const user = why === undefined ? checked.user : undefined;
     const success = user !== undefined && application !== undefined && checked.ticket !== undefined;
     const slot = success ? this.attemptSlot(context) : undefined;
-    const targets = targetsOf(type, username, checked.userId, applicationId);
     const caller = context.caller ?? null;
     if (success && slot !== undefined) {
       // Made once: written now, and kept for the repeats of this success (recognised()).
+      const targets = authenticationTargets(applicationId, checked.userId, keyIdOf(type, username));
       const line = this.guard.audit.prepareAuthentication(targets, 'success', why, context.address, context.peer, { caller });
       this.guard.audit.recordPrepared(line, caller);
       this.knownAttempts.remember(slot.key, {
         user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line, caller: slot.caller.entry,
       }, slot.caller.expiresAtMs);
-    } else this.guard.audit.recordAuthentication('authenticate', caller, targets, outcomeOf(user, checked), why, context.address, context.peer);
+    } else {
+      this.guard.audit.recordAuthentication(
+        'authenticate', caller, applicationId, checked.userId, keyIdOf(type, username), outcomeOf(user, checked), why, context.address, context.peer,
+      );
+    }
     return checked === shed ? overloaded : user;
   }
 
@@ -316,7 +320,7 @@ export class Authenticator {
   /** The audit line of a check that threw, then the error again. A method, not a closure: the common path allocates nothing for it. */
   private auditThrown(err: unknown, type: CredentialType, username: string, context: AttemptContext, action: string, applicationId: string | undefined): never {
     const outcome = (err as { name?: string }).name === 'OverloadedError' ? 'overloaded' : 'error';
-    this.guard.audit.recordAuthentication(action, context.caller ?? null, targetsOf(type, username, undefined, applicationId), outcome, undefined, context.address, context.peer);
+    this.guard.audit.recordAuthentication(action, context.caller ?? null, applicationId, undefined, keyIdOf(type, username), outcome, undefined, context.address, context.peer);
     throw err;
   }
 
@@ -418,9 +422,9 @@ export class Authenticator {
   }
 }
 
-/** The ids an authentication names, for its audit line: the Application asked about, the account when it exists, the key id when well-formed. */
-function targetsOf(type: CredentialType, username: string, userId: string | undefined, applicationId?: string): string {
-  return authenticationTargets(applicationId, userId, type === 'apikey' && isApikeyId(username) ? username : undefined);
+/** The key id an authentication's audit line names (beside the Application asked about and the account when it exists): the credential's, when well-formed. */
+function keyIdOf(type: CredentialType, username: string): string | undefined {
+  return type === 'apikey' && isApikeyId(username) ? username : undefined;
 }
 
 function outcomeOf(user: User | undefined, checked: Checked): Checked['outcome'] {
