@@ -13,6 +13,15 @@ const twoDigits = Array.from({ length: 100 }, (_, n) => (n < 10 ? `0${n}` : Stri
 /** "000" to "999": a time's fraction is two of them. */
 const threeDigits = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
 
+/** "00-" to "99-" and the like: a time's two-digit fields with the separator after each, one piece apiece. */
+const twoDigitsThen = (separator: string): string[] => twoDigits.map((d) => d + separator);
+const twoDigitsDash = twoDigitsThen('-');
+const twoDigitsSpace = twoDigitsThen(' ');
+const twoDigitsColon = twoDigitsThen(':');
+const twoDigitsDot = twoDigitsThen('.');
+/** "000+00:00" to "999+00:00": the fraction's last three digits and the offset. */
+const threeDigitsUtc = threeDigits.map((d) => `${d}+00:00`);
+
 /** 0 means "no time" (the spec allows an empty created_at on the base Application). */
 export function formatTimestamp(micros: number): string {
   const out: string[] = [];
@@ -51,21 +60,14 @@ export function writeTimestamp(out: string[], at: number, micros: number): numbe
   const millis = Math.floor(fraction / 1000);
   let i = at;
   out[i++] = twoDigits[Math.floor(year / 100)]!;
-  out[i++] = twoDigits[year % 100]!;
-  out[i++] = '-';
-  out[i++] = twoDigits[month]!;
-  out[i++] = '-';
-  out[i++] = twoDigits[day]!;
-  out[i++] = ' ';
-  out[i++] = twoDigits[hours]!;
-  out[i++] = ':';
-  out[i++] = twoDigits[minutes]!;
-  out[i++] = ':';
-  out[i++] = twoDigits[seconds]!;
-  out[i++] = '.';
+  out[i++] = twoDigitsDash[year % 100]!;
+  out[i++] = twoDigitsDash[month]!;
+  out[i++] = twoDigitsSpace[day]!;
+  out[i++] = twoDigitsColon[hours]!;
+  out[i++] = twoDigitsColon[minutes]!;
+  out[i++] = twoDigitsDot[seconds]!;
   out[i++] = threeDigits[millis]!;
-  out[i++] = threeDigits[fraction - millis * 1000]!;
-  out[i++] = '+00:00';
+  out[i++] = threeDigitsUtc[fraction - millis * 1000]!;
   return i;
 }
 
