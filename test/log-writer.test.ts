@@ -64,8 +64,9 @@ test("an authentication's line from its parts, kept (as bytes) or not, is the li
     { user: 'Zoë "q" \u2028 \u{1f511}', outcome: 'success', address: '10.0.0.1', peer: '10.0.0.1' },
     { application: 'x\ud800y\udc00', apikey: 'K\u202e', outcome: 'failure', reason: 'wrong_secret', address: 'x\ny' },
     { outcome: 'locked', reason: 'locked_address', address: '198.51.100.2' },
-    // Plain text at the cut and one past it (cut, as text), every ASCII edge of plain text, the targets one by one.
-    { application: 'a'.repeat(auditFieldCharsMax), apikey: 'k'.repeat(auditFieldCharsMax + 1), outcome: 'success', address: ' !#[]~', peer: '::1' },
+    // Plain text at the cut (as bytes) and one past it (cut, as text), every ASCII edge of plain text, the targets one by one.
+    { application: 'a'.repeat(auditFieldCharsMax), user: 'u1', outcome: 'success', address: ' !#[]~', peer: '::1' },
+    { apikey: 'k'.repeat(auditFieldCharsMax + 1), outcome: 'failure', address: '10.0.0.4' },
     { apikey: 'k1', outcome: 'failure', reason: 'key_disabled', address: '10.0.0.2', peer: '10.0.0.2' },
     { application: 'a1', apikey: 'k1', outcome: 'success', address: 'x\u007fy' },
     { user: 'u1', apikey: 'k1', outcome: 'overloaded', address: 'x\\y' },
