@@ -39,6 +39,14 @@ function memo<K extends object>(kept: WeakMap<K, string>, key: K, make: (key: K)
   return json;
 }
 
+/**
+ * s as it stands between the quotes of a JSON string literal: plain text as it is (no new string), other text as
+ * JSON.stringify escapes it. A rendering writes its quotes into the constants around each field ('","email":"').
+ */
+function stringBody(s: string): string {
+  return isPlainJsonText(s) ? s : JSON.stringify(s).slice(1, -1);
+}
+
 /** Renderings of up to this many pieces are joined from an array kept for their length (Pieces.text): at most ~130 KB of arrays. */
 const joinArraysLengthMax = 180;
 
@@ -79,18 +87,6 @@ class Pieces {
   nextItem(): void {
     if (this.first) this.first = false;
     else this.add(',');
-  }
-
-  /** s as a JSON string literal: plain text as it is between quotes, no new string. */
-  string(s: string): void {
-    if (isPlainJsonText(s)) this.add('"', s, '"');
-    else this.add(JSON.stringify(s));
-  }
-
-  /** A field's opening (`,"name":`) and s as a JSON string literal. */
-  field(opening: string, s: string): void {
-    this.add(opening);
-    this.string(s);
   }
 
   timestamp(micros: number): void {
@@ -145,16 +141,12 @@ export class Renderer {
   /** Users rendered once, by id: a rendering is kept from a User's second one on, so one-off reads of many Users churn nothing. */
   private readonly renderedOnce = new Sightings(renderSightingBits, renderSightingsMax);
 
-  /** `"href":"<public url>/users/user/`, and the same after a comma: a User's href (an API Key's) opens so when the URL and ids are plain text. */
-  private readonly userHrefField: string;
-  private readonly userHrefComma: string;
-  private readonly publicUrlPlain: boolean;
+  /** `"href":"<public url>/users/user/`, the URL escaped as a JSON string's text: a User's href opens so, and after a comma an API Key's. */
+  private readonly userHrefOpen: string;
   private readonly out = new Pieces();
 
   constructor(private readonly publicUrl: string, private readonly state: State) {
-    this.publicUrlPlain = isPlainJsonText(publicUrl);
-    this.userHrefField = `"href":"${publicUrl}/users/user/`;
-    this.userHrefComma = `,"href":"${publicUrl}/users/user/`;
+    this.userHrefOpen = `"href":"${stringBody(`${publicUrl}/users/user/`)}`;
   }
 
   /** Bytes the kept User renderings hold (the metric authd_render_cache_bytes). */
@@ -164,8 +156,6 @@ export class Renderer {
 
   applicationHref(id: string): string { return `${this.publicUrl}/applications/application/${id}`; }
   groupHref(id: string): string { return `${this.publicUrl}/groups/group/${id}`; }
-  userHref(id: string): string { return `${this.publicUrl}/users/user/${id}`; }
-  apikeyHref(userId: string, keyId: string): string { return `${this.publicUrl}/users/user/${userId}/apikey/${keyId}`; }
   organizationHref(id: string): string { return `${this.publicUrl}/organizations/organization/${id}`; }
 
   application(app: Application): string {
@@ -210,45 +200,39 @@ export class Renderer {
 
   /** The secret is passed in only by the two responses the spec lets carry it (API Key create and update). */
   apikey(userId: string, key: ApiKey, secret?: string): string {
-    const out: Record<string, unknown> = {
-      id: key.id, name: key.name, description: key.description, status: key.status,
-    };
-    if (key.roles !== undefined) out['roles'] = key.roles;
-    if (secret !== undefined) out['secret'] = secret;
-    out['href'] = this.apikeyHref(userId, key.id);
-    return JSON.stringify(out);
+    this.out.begin();
+    this.apikeyPieces(userId, key, secret);
+    return this.out.text();
   }
 
-  /**
-   * The fields every rendering of a User starts with, up to its custom_data, without the closing brace. Plain
-   * text (the usual) goes between constant pieces that close one field and open the next, a third of the pieces
-   * field() makes: a page of Users carries every piece in an array until it is encoded.
-   */
+  /** An API Key's JSON, into the rendering under way (a full User's list of keys) or on its own (apikey()). */
+  private apikeyPieces(userId: string, key: ApiKey, secret: string | undefined): void {
+    const out = this.out;
+    const id = stringBody(key.id);
+    out.add('{"id":"', id, '","name":"');
+    out.add(stringBody(key.name), '","description":"', stringBody(key.description));
+    out.add('","status":"', stringBody(key.status), '"');
+    if (key.roles !== undefined) out.add(',"roles":', JSON.stringify(key.roles));
+    if (secret !== undefined) out.add(',"secret":"', stringBody(secret), '"');
+    out.add(',', this.userHrefOpen, stringBody(userId));
+    out.add('/apikey/', id, '"}');
+  }
+
+  /** The fields every rendering of a User starts with, up to its custom_data, without the closing brace. */
   private userHead(user: User): void {
     const out = this.out;
-    const { id, email, name, status } = user;
-    const customData = JSON.stringify(user.customData ?? null);
-    if (isPlainJsonText(id) && isPlainJsonText(email) && isPlainJsonText(name) && isPlainJsonText(status)) {
-      out.add('{"id":"', id, '","username":"');
-      out.add(email, '","email":"', email);
-      out.add('","name":"', name, '","status":"');
-      out.add(status, '","custom_data":', customData);
-      return;
-    }
-    out.field('{"id":', id);
-    out.field(',"username":', email);
-    out.field(',"email":', email);
-    out.field(',"name":', name);
-    out.field(',"status":', status);
-    out.add(',"custom_data":', customData);
+    const email = stringBody(user.email);
+    out.add('{"id":"', stringBody(user.id), '","username":"');
+    out.add(email, '","email":"', email);
+    out.add('","name":"', stringBody(user.name), '","status":"');
+    out.add(stringBody(user.status), '","custom_data":', JSON.stringify(user.customData ?? null));
   }
 
   /** `roles` only on Users of the base Application, the only ones they apply to (admin until narrowed); then href and times, and the closing brace. */
   private userTail(user: User): void {
     const out = this.out;
     if (this.state.isBaseUser(user)) out.add('"roles":', JSON.stringify(user.roles ?? defaultRoles), ',');
-    if (this.publicUrlPlain && isPlainJsonText(user.id)) out.add(this.userHrefField, user.id, '","created_at":"');
-    else out.add('"href":', JSON.stringify(this.userHref(user.id)), ',"created_at":"');
+    out.add(this.userHrefOpen, stringBody(user.id), '","created_at":"');
     out.timestamp(user.createdAt);
     out.add('","modified_at":"');
     out.timestamp(user.modifiedAt);
@@ -260,19 +244,9 @@ export class Renderer {
     out.startList('[');
     // Indexed loops here and below: an iterator's result objects were a tenth of a search page's garbage.
     const keys = user.apikeys;
-    const plainHref = this.publicUrlPlain && isPlainJsonText(user.id);
     for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
       out.nextItem();
-      if (plainHref && isPlainJsonText(key.id) && isPlainJsonText(key.name) && isPlainJsonText(key.description) && isPlainJsonText(key.status)) {
-        // apikey()'s JSON, in pieces: no object and no string of its own per key.
-        out.add('{"id":"', key.id, '","name":"');
-        out.add(key.name, '","description":"', key.description);
-        out.add('","status":"', key.status, '"');
-        if (key.roles !== undefined) out.add(',"roles":', JSON.stringify(key.roles));
-        out.add(this.userHrefComma, user.id, '/apikey/');
-        out.add(key.id, '"}');
-      } else out.add(this.apikey(user.id, key));
+      this.apikeyPieces(user.id, keys[i]!, undefined);
     }
     out.add(']');
   }
@@ -363,16 +337,9 @@ export class Renderer {
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
       out.nextItem();
-      if (isPlainJsonText(k.id) && isPlainJsonText(k.name) && isPlainJsonText(k.status)) {
-        out.add('{"id":"', k.id, '","name":"');
-        out.add(k.name, '","status":"', k.status);
-        out.add('"}');
-        continue;
-      }
-      out.field('{"id":', k.id);
-      out.field(',"name":', k.name);
-      out.field(',"status":', k.status);
-      out.add('}');
+      out.add('{"id":"', stringBody(k.id), '","name":"');
+      out.add(stringBody(k.name), '","status":"', stringBody(k.status));
+      out.add('"}');
     }
     out.add('],');
     this.userTail(user);
