@@ -1,5 +1,5 @@
 // A User's renderings field by field: the pieces the renderer writes (constants that close one field and open the
-// next around plain text, or each field escaped) read as the object JSON.stringify would write, in the spec's order.
+// next, around each field's text as it stands or escaped) read as the object JSON.stringify would write, in order.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
