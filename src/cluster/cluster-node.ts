@@ -17,7 +17,7 @@ import { State } from '../store/state.js';
 import { serveNodeStatus, type NodeReadiness } from './node-status.js';
 import { Replica } from './replica.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
-import { StreamLog, whileUnavailable, type StreamFollower } from './stream-log.js';
+import { StreamLog, StreamUnavailableError, whileUnavailable, type StreamFollower } from './stream-log.js';
 
 const timerMsMax = 2 ** 31 - 1;
 
@@ -272,6 +272,7 @@ async function loadSnapshot(storage: Storage, dir: string, log: StreamLog, bucke
   }
   for (const seq of await bucket.snapshotSeqs()) {
     if (seq + 1 < firstSeq) break;
+    logger.info({ baseSeq: seq }, 'downloading the cluster\'s snapshot from its bucket');
     const download = await bucket.download(storage, dir, seq);
     const loaded = await loadFrom(download, logger).catch(async (err: unknown) => {
       await download.drop();
@@ -315,6 +316,8 @@ async function loadFrom(file: ReadableFile, logger: PersistLogger): Promise<{ st
     return { state, snapshotSeq: summary.baseSeq };
   } catch (err) {
     if (!(err instanceof SnapshotError)) throw err;
+    // A download that stalled is no sign of a bad snapshot: the start tries the same one again.
+    if (err.cause instanceof StreamUnavailableError) throw err.cause;
     logger.warn({ file: path, reason: err.message }, 'snapshot invalid; trying an older one');
     return undefined;
   }

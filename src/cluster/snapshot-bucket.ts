@@ -1,16 +1,30 @@
 // The cluster's Object Store bucket: the server key's fingerprint every node must share, and the newest snapshots, from which a node with none (or one the stream has moved past) starts.
 
 import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { ConfigError } from '../config/config.js';
-import { clusterSnapshotsKept } from '../config/limits.js';
+import { clusterBucketIdleMs, clusterSnapshotsKept } from '../config/limits.js';
 import { parseSnapshotFileName, snapshotFileName, tmpSuffix } from '../persist/layout.js';
 import type { ReadableFile, Storage, WritableFile } from '../persist/storage.js';
+import { StreamUnavailableError } from './stream-log.js';
 
 const keyFingerprintObject = 'key-fingerprint';
+
+/** What promise answers, or StreamUnavailableError once it has brought nothing for idleMs. */
+export async function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StreamUnavailableError(`${what}: nothing from the cluster's bucket for ${idleMs} ms`)), idleMs);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export class SnapshotBucket {
   private constructor(private readonly bucket: ObjectStore) {}
@@ -22,7 +36,7 @@ export class SnapshotBucket {
 
   /** The first node records its key's fingerprint; every later one must have the same key. */
   async checkKey(fingerprint: string): Promise<void> {
-    const held = await this.bucket.getBlob(keyFingerprintObject);
+    const held = await withinIdle(this.bucket.getBlob(keyFingerprintObject), clusterBucketIdleMs, 'reading the key fingerprint');
     if (held === null) {
       await this.bucket.putBlob({ name: keyFingerprintObject }, Buffer.from(fingerprint, 'latin1'));
       return;
@@ -36,7 +50,7 @@ export class SnapshotBucket {
   /** Base sequences of the snapshots held, newest first. */
   async snapshotSeqs(): Promise<number[]> {
     const seqs: number[] = [];
-    for (const info of await this.bucket.list()) {
+    for (const info of await withinIdle(this.bucket.list(), clusterBucketIdleMs, 'listing the snapshots')) {
       const seq = parseSnapshotFileName(info.name);
       if (seq !== undefined && !info.deleted) seqs.push(seq);
     }
@@ -62,14 +76,17 @@ export class SnapshotBucket {
    */
   async download(storage: Storage, dir: string, baseSeq: number): Promise<Download> {
     const name = snapshotFileName(baseSeq);
-    const result = await this.bucket.get(name);
+    const result = await withinIdle(this.bucket.get(name), clusterBucketIdleMs, `opening ${name}`);
     if (result === null) throw new Error(`the cluster bucket no longer holds ${name}`);
     const path = join(dir, name);
-    return new Download(path, result.info.size, result.data, result.error, await storage.create(`${path}${tmpSuffix}`), storage, dir);
+    return new Download(path, result.info.size, result.data, result.error, await storage.create(`${path}${tmpSuffix}`), storage, dir, clusterBucketIdleMs);
   }
 }
 
-/** A snapshot arriving from the bucket: read by offset as its bytes come (forward only), and written to a local copy. */
+/**
+ * A snapshot arriving from the bucket: read by offset as its bytes come (forward only), and written to a local copy.
+ * Its reads fail with StreamUnavailableError once nothing has arrived for idleMs, and the bucket's stream is cancelled.
+ */
 export class Download implements ReadableFile {
   /** Arrived and not yet read past, oldest first; #base is the offset of the first. */
   readonly #chunks: Uint8Array[] = [];
@@ -82,7 +99,7 @@ export class Download implements ReadableFile {
 
   constructor(
     readonly path: string, readonly size: number, data: ReadableStream<Uint8Array>, error: Promise<Error | null>,
-    private readonly copy: WritableFile, private readonly storage: Storage, private readonly dir: string,
+    private readonly copy: WritableFile, private readonly storage: Storage, private readonly dir: string, private readonly idleMs: number,
   ) {
     this.#copied = this.#pump(data, error);
   }
@@ -131,8 +148,12 @@ export class Download implements ReadableFile {
   }
 
   async #pump(data: ReadableStream<Uint8Array>, error: Promise<Error | null>): Promise<void> {
+    const reader = data.getReader();
     try {
-      for await (const chunk of data) {
+      for (;;) {
+        const next = await withinIdle(reader.read(), this.idleMs, `downloading ${basename(this.path)} at byte ${this.#received}`);
+        if (next.done) break;
+        const chunk = next.value;
         this.#chunks.push(chunk);
         this.#received += chunk.length;
         this.#wake?.();
@@ -143,6 +164,7 @@ export class Download implements ReadableFile {
       if (this.#received !== this.size) throw new Error(`the bucket sent ${this.#received} of ${this.size} bytes`);
     } catch (err) {
       this.#failure = err instanceof Error ? err : new Error(String(err));
+      await reader.cancel().catch(() => undefined);
     } finally {
       this.#ended = true;
       this.#wake?.();

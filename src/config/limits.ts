@@ -358,6 +358,12 @@ export const clusterCloseMs = 2_000;
 export const clusterFollowBytesMax = 8 * 1024 * 1024;
 /** A starting node keeps trying this long to reach the stream and its bucket while JetStream is unavailable (an election). */
 export const clusterStartWaitMs = 30_000;
+/**
+ * A read from the cluster's bucket (its listing, an object, each next part of a snapshot) that brings nothing for this
+ * long is abandoned as unavailable, and a starting node tries again: an Object Store read rests on a consumer that can
+ * be left waiting for ever.
+ */
+export const clusterBucketIdleMs = 5_000;
 
 // ---- access tokens (src/tokens/) ----
 /** An Application's token lifetime bounds, and the default of a new one (issue 26). */
