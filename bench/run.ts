@@ -11,6 +11,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
+import { defaultPublicUrl } from '../src/config/config.js';
 import { loadUws } from '../src/http/uws-loader.js';
 import type { Fixtures } from './lib/dataset.js';
 import { runLoad, type LoadResult } from './lib/load.js';
@@ -241,6 +242,26 @@ async function startJsonCeiling(frontEnd: FrontEndUsed): Promise<{ child: Child;
   return { child, port };
 }
 
+/**
+ * The floor beside A' and D' (bench/floor-server.ts): on uWS only, like the sketch; undefined on node:http, or when it
+ * does not start (the rows then go without it, saying why).
+ */
+async function startFloor(dirs: Dirs, fixtures: Fixtures, authdPort: number, frontEnd: FrontEndUsed): Promise<{ child: Child; port: number } | string> {
+  if (frontEnd.kind !== 'uws') return 'the floor is a uWS sketch';
+  const port = await freePort();
+  const child = startChild('floor', distPath('bench/floor-server.js'), [], {
+    PORT: String(port), DATA_DIR: dirs.dataDir, KEY_FILE: dirs.keyFile,
+    FLOOR_AUTHORIZATION: adminHeaders(fixtures).authorization!, PUBLIC_URL: defaultPublicUrl('127.0.0.1', authdPort),
+  });
+  try {
+    await waitHealthy(child, port, startTimeoutMs);
+  } catch (err) {
+    await child.stop();
+    return err instanceof Error ? err.message.split('\n')[0]! : String(err);
+  }
+  return { child, port };
+}
+
 /** The header's word on which ratios use which ceiling. */
 function besideNote(meanUsed: boolean, beside: string): string {
   if (beside === '') return meanUsed ? ')' : '';
@@ -321,14 +342,18 @@ async function main(): Promise<void> {
     warmS: times.warmS, measureS: times.measureS, argon2MeasureS: times.argon2MeasureS, ceilingGet: ceilings.get, ceilingPost: ceilings.post,
   };
   let jsonCeiling: { child: Child; port: number } | undefined;
+  let floor: { child: Child; port: number } | undefined;
   let rt: real.RealTraffic | undefined;
   if (realTrafficIds.some(wanted)) {
     const genDir = join(root, 'generator');
     mkdirSync(genDir, { recursive: true });
     const generator = ensureWrk(log) ? wrkGenerator(genDir) : autocannonGenerator();
     jsonCeiling = await startJsonCeiling(frontEnd);
-    rt = { generator, ceilingPort: jsonCeiling.port, ceilingPid: jsonCeiling.child.pid, quick: args.quick };
+    const started = wanted("A'") || wanted("D'") ? await startFloor(dirs, fixtures, port, frontEnd) : 'neither A\' nor D\' runs';
+    floor = typeof started === 'string' ? undefined : started;
+    rt = { generator, ceilingPort: jsonCeiling.port, ceilingPid: jsonCeiling.child.pid, quick: args.quick, floor: typeof started === 'string' ? started : { port: started.port, pid: started.child.pid } };
     log(`${realTrafficIds.join(', ')}: generator ${generator.kind}; beside a ceiling that parses each body as JSON (pid ${jsonCeiling.child.pid}, port ${jsonCeiling.port})`);
+    log(floor === undefined ? `A', D': no floor (${started})` : `A', D': and beside the floor, a sketch of their unskippable steps (pid ${floor.child.pid}, port ${floor.port})`);
   }
   const realRun = (run: (r: real.RealTraffic) => Promise<ScenarioResult>) => async (): Promise<ScenarioResult> => {
     if (rt === undefined) throw new Error('no generator');
@@ -418,6 +443,7 @@ async function main(): Promise<void> {
   }
   await ceiling.stop();
   await jsonCeiling?.child.stop();
+  await floor?.child.stop();
   const mean = (pick: (c: typeof ceilings) => LoadResult): number => ceilingRuns.reduce((sum, c) => sum + pick(c).reqPerSec, 0) / ceilingRuns.length;
   const ceilingPerSec = { GET: mean((c) => c.get), POST: mean((c) => c.post) };
   const judged = judgeRatios(rows, ceilingPerSec);

@@ -130,6 +130,13 @@ test('the summary: one line per target with its value, then the count', () => {
   assert.equal(lines[5], '2 of 5 targets met');
 });
 
+test('a row measured beside the floor gives the floor\'s ratio after its own', () => {
+  const aPrime = scenarios.find((r) => r.id === "A'")!;
+  const [line, count] = targetSummary([{ ...aPrime, extra: { ...aPrime.extra, floor: { reqPerSec: 53_796, ratio: 0.456 } } }]);
+  assert.match(line!, /^A' +0\.23 x ceiling +\(target >= 0\.5\) +MISSED by 0\.27; the floor 0\.46$/);
+  assert.equal(count, '0 of 1 targets met');
+});
+
 test('latency bounds are read only from the opening of a target', () => {
   assert.deepEqual(latencyTargetsMs('p50 <= 0.3 ms, p99 <= 2 ms'), { p50Ms: 0.3, p99Ms: 2 });
   assert.deepEqual(latencyTargetsMs('p50 <= 1 ms, p99 <= 5 ms, >= 100x linear scan'), { p50Ms: 1, p99Ms: 5 });

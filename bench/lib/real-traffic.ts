@@ -57,6 +57,8 @@ export interface RealTraffic {
   readonly ceilingPort: number;
   readonly ceilingPid: number;
   readonly quick: boolean;
+  /** The floor beside A' and D' (bench/floor-server.ts), or why there is none. */
+  readonly floor: { readonly port: number; readonly pid: number } | string;
 }
 
 async function post(port: number, path: string, headers: Record<string, string>, body: string, method = 'POST'): Promise<{ status: number; text: string }> {
@@ -75,6 +77,8 @@ async function realAnswer(ctx: ScenarioContext, r: GenRequest, what: string, exp
 interface Pair {
   readonly load: GenLoadResult;
   readonly ceiling: GenLoadResult;
+  /** The floor fed the same requests (withFloor), or why it was not. */
+  readonly floor?: GenLoadResult | string;
   /** A file of distinct requests, and authd's warm-up or measured run sent more than its part of it: some requests came again. */
   readonly cameRound: boolean;
 }
@@ -87,33 +91,51 @@ function sent(r: GenLoadResult): number {
 type AroundLoad = (measure: () => Promise<GenLoadResult>) => Promise<GenLoadResult>;
 
 /**
- * Warm-up then measured run, on the ceiling (answering `reply`) and then on authd, with the same request file;
- * `distinct`: the file's requests, when none may come again within a run on authd.
+ * Warm-up then measured run, on the ceiling (answering `reply`), then on the floor (withFloor) and then on authd, with
+ * the same request file; `distinct`: the file's requests, when none may come again within a run on authd.
  */
-async function measurePair(ctx: ScenarioContext, rt: RealTraffic, file: string, reply: string, distinct?: number, around: AroundLoad = (measure) => measure()): Promise<Pair> {
+async function measurePair(
+  ctx: ScenarioContext, rt: RealTraffic, file: string, reply: string, distinct?: number, around: AroundLoad = (measure) => measure(), withFloor = false,
+): Promise<Pair> {
   const set = await post(rt.ceilingPort, '/.ceiling/reply', { 'content-type': 'application/json' }, reply, 'PUT');
   if (set.status !== 200) throw new Error(`the ceiling did not take its reply (${set.status})`);
   const run = (port: number, pid: number, durationS: number, startAt: number): Promise<GenLoadResult> =>
     rt.generator.run(file, port, pid, ctx.connections, durationS, startAt);
   await run(rt.ceilingPort, rt.ceilingPid, ctx.warmS, warmStartAt);
   const ceiling = await run(rt.ceilingPort, rt.ceilingPid, ctx.measureS, 0);
+  let floor: GenLoadResult | string | undefined;
+  if (withFloor && typeof rt.floor === 'string') floor = rt.floor;
+  else if (withFloor && typeof rt.floor !== 'string') {
+    await run(rt.floor.port, rt.floor.pid, ctx.warmS, warmStartAt);
+    floor = await run(rt.floor.port, rt.floor.pid, ctx.measureS, 0);
+  }
   const warm = await run(ctx.port, ctx.pid, ctx.warmS, warmStartAt);
   const load = await around(() => run(ctx.port, ctx.pid, ctx.measureS, 0));
   const cameRound = distinct !== undefined && (sent(warm) > distinct * (1 - warmStartAt) || sent(load) > distinct * warmStartAt);
-  return { load, ceiling, cameRound };
+  return { load, ceiling, floor, cameRound };
+}
+
+/** What the row says of the floor: its rate and ratio, and what share of it authd reached. */
+function floorText(floor: GenLoadResult | string | undefined, load: GenLoadResult, ceiling: GenLoadResult): string {
+  if (floor === undefined) return '';
+  if (typeof floor === 'string') return `; no floor (${floor})`;
+  const failed = floor.failed.count > 0 || floor.errors > 0 ? `, ${floor.failed.count} refused and ${floor.errors} errors: not comparable` : '';
+  return `; floor ${Math.round(floor.reqPerSec).toLocaleString('en-US')}/s, ${(floor.reqPerSec / ceiling.reqPerSec).toFixed(2)} x ceiling (authd ${(load.reqPerSec / floor.reqPerSec).toFixed(2)} x it${failed})`;
 }
 
 function row(id: string, name: string, method: 'GET' | 'POST', ratioMin: number, m: Pair, extra: Record<string, unknown>): ScenarioResult {
-  const { load, ceiling, cameRound } = m;
+  const { load, ceiling, floor, cameRound } = m;
   const round = cameRound ? '; WARNING: authd was sent more requests than the file holds apart, so some came again (raise requestsPerFile)' : '';
   return {
     id, name, reqPerSec: load.reqPerSec, p50Ms: load.ok.p50Ms, p99Ms: load.ok.p99Ms,
     ratio: load.reqPerSec / ceiling.reqPerSec, ceiling: method, ceilingBesidePerSec: ceiling.reqPerSec, ratioMin,
     target: `>= ${ratioMin} x ceiling fed the same requests`, pass: null, cpu: load.cpu,
-    verdict: `; ceiling ${Math.round(ceiling.reqPerSec).toLocaleString('en-US')}/s (${describeCpu(ceiling.cpu)})${unexpected(load)}${unexpected(ceiling).replace('unexpected', 'ceiling unexpected')}${round}`,
+    verdict: `; ceiling ${Math.round(ceiling.reqPerSec).toLocaleString('en-US')}/s (${describeCpu(ceiling.cpu)})${floorText(floor, load, ceiling)}${unexpected(load)}${unexpected(ceiling).replace('unexpected', 'ceiling unexpected')}${round}`,
     extra: {
       generator: load.cpu.generator, durationS: load.durationS, statusCounts: load.statusCounts, errors: load.errors, timeouts: load.timeouts,
-      cpu: load.cpu, ceilingCpu: ceiling.cpu, ceilingP50Ms: ceiling.ok.p50Ms, ceilingP99Ms: ceiling.ok.p99Ms, cameRound, ...extra,
+      cpu: load.cpu, ceilingCpu: ceiling.cpu, ceilingP50Ms: ceiling.ok.p50Ms, ceilingP99Ms: ceiling.ok.p99Ms, cameRound,
+      ...(floor === undefined ? {} : typeof floor === 'string' ? { floor: { none: floor } } : { floor: { reqPerSec: floor.reqPerSec, ratio: floor.reqPerSec / ceiling.reqPerSec, cpu: floor.cpu, failed: floor.failed.count, errors: floor.errors } }),
+      ...extra,
     },
   };
 }
@@ -144,7 +166,7 @@ export function apikeyDistinctRequests(f: Fixtures, keyFile: string, addressStar
 export async function apikeyDistinct(ctx: ScenarioContext, rt: RealTraffic): Promise<ScenarioResult> {
   const { requests, apikeys } = apikeyDistinctRequests(ctx.fixtures, ctx.keyFile, addressBase["A'"]!);
   const reply = await realAnswer(ctx, requests[0]!, "A'", '"authenticated":true');
-  const m = await measurePair(ctx, rt, rt.generator.prepare('apikey-distinct', requests), reply, requests.length);
+  const m = await measurePair(ctx, rt, rt.generator.prepare('apikey-distinct', requests), reply, requests.length, undefined, true);
   return row("A'", `POST /authenticate, apikey, ${apikeys.toLocaleString('en-US')} keys, an address per request`, 'POST', apikeyDistinctRatioMin, m,
     { apikeys, requestsInFile: requests.length });
 }
@@ -209,7 +231,7 @@ export async function userReadRandom(ctx: ScenarioContext, rt: RealTraffic): Pro
   const { authorization } = adminHeaders(f);
   const requests: GenRequest[] = f.randomUserIds.map((id) => ({ method: 'GET', path: `/users/user/${id}`, headers: { authorization: authorization! } }));
   const reply = await realAnswer(ctx, requests[0]!, "D'", '"id"');
-  const m = await measurePair(ctx, rt, rt.generator.prepare('user-read-random', requests), reply);
+  const m = await measurePair(ctx, rt, rt.generator.prepare('user-read-random', requests), reply, undefined, undefined, true);
   return row("D'", `GET /users/user/{id}, ${new Set(f.randomUserIds).size.toLocaleString('en-US')} random ids of ${f.users.toLocaleString('en-US')} users`, 'GET', userReadRandomRatioMin, m,
     { requestsInFile: requests.length, replyBytes: Buffer.byteLength(reply) });
 }

@@ -255,7 +255,9 @@ export function targetSummary(rows: readonly ScenarioResult[]): string[] {
       // A miss that rounds to 0.00 would read as none.
       const short = r.ratioMin - r.ratio;
       const by = r.pass === true ? '' : ` by ${short.toFixed(short < 0.005 ? 3 : 2)}`;
-      return `${id}${valueColumn(`${r.ratio.toFixed(2)} x ceiling`)}(target >= ${r.ratioMin})  ${word}${by}`;
+      const floor = r.extra['floor'] as { ratio?: number } | undefined;
+      const floorSaid = floor?.ratio === undefined ? '' : `; the floor ${floor.ratio.toFixed(2)}`;
+      return `${id}${valueColumn(`${r.ratio.toFixed(2)} x ceiling`)}(target >= ${r.ratioMin})  ${word}${by}${floorSaid}`;
     }
     if (latency !== undefined) {
       const over = ([['p50', r.p50Ms, latency.p50Ms], ['p99', r.p99Ms, latency.p99Ms]] as const)
