@@ -1,16 +1,20 @@
-// The floor: a sketch of A' and D' doing only the steps no implementation of them can skip, on the same parts as authd (uWS, JS Maps over the same snapshot), to tell what part of a ceiling ratio the design leaves within reach.
+// The floor: a sketch of A', B' and D' doing only the steps no implementation of them can skip, on the same parts as authd (uWS, JS Maps over the same snapshot), to tell what part of a ceiling ratio the design leaves within reach.
 //
-// Not a product: `npm run bench` measures it beside the ceiling on A''s and D''s requests (uWS only). It loads the
+// Not a product: `npm run bench` measures it beside the ceiling on A''s, B''s and D''s requests (uWS only). It loads the
 // newest snapshot in DATA_DIR (the log after it is ignored) and the server key in KEY_FILE, takes FLOOR_AUTHORIZATION
 // as the one caller's Authorization header and PUBLIC_URL for hrefs, and answers byte for byte as authd does:
 // - POST /authenticate by API Key: parse the body, check its fields, the caller's header (compared with the admin's,
 //   as a known caller), the limiter's two lookups (address, key), the key and its secret (derived at start, compared
 //   in constant time), the User and its Application, an audit line as bytes, the answer (kept per User);
+// - POST /authenticate by username, its password's verification cached (as after B''s warm-up): the same, the User
+//   found by its email (lowercased) and the password checked by a keyed hash against the one kept for it, which the
+//   first request of each User makes (argon2 is what B''s warm-up spends, and the floor leaves it out);
 // - GET /users/user/{id}: the caller's header, the User, rendered in full (its Organization, Applications and
 //   Groups rendered once each).
 // Nothing is bounded, counted, logged or checked beyond that: authd does all of those, so a ratio between the two is
 // what they and the rest of its engineering cost.
 
+import { createHmac, randomBytes } from 'node:crypto';
 import { openSync, readdirSync, unlinkSync, write } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +38,14 @@ const replyScratch = Buffer.allocUnsafe(1024 * 1024);
 
 const users = new Map<string, User>();
 const keys = new Map<string, { readonly key: ApiKey; readonly user: User; readonly secret: string }>();
+const usersByEmail = new Map<string, User>();
+/** A keyed hash of each User's password as verified once: a verify cache that has every User warm. */
+const verified = new Map<string, string>();
+const cacheKey = randomBytes(32);
+
+function passwordMac(user: User, password: string): string {
+  return createHmac('sha256', cacheKey).update(user.id).update('\0').update(password).digest('base64');
+}
 /** Each Application and Group rendered once: in full, and as an authenticated User's answer shows it. */
 const applications = new Map<string, { readonly full: string; readonly brief: string }>();
 const groups = new Map<string, { readonly full: string; readonly brief: string }>();
@@ -88,7 +100,7 @@ let nowMs = 0;
 let nowText = '';
 
 /** The audit line written straight into the buffer as bytes, each piece ASCII; its time text made once a millisecond. */
-function auditLine(application: string, user: string, apikey: string, outcome: string, address: string, peer: string): void {
+function auditLine(type: string, application: string, user: string, apikey: string, outcome: string, address: string, peer: string): void {
   const ms = Date.now();
   if (ms !== nowMs) nowText = new Date((nowMs = ms)).toISOString();
   const b = audit;
@@ -99,8 +111,10 @@ function auditLine(application: string, user: string, apikey: string, outcome: s
   at += b.write(application, at, 'latin1');
   at += b.write('","user":"', at, 'latin1');
   at += b.write(user, at, 'latin1');
-  at += b.write('","apikey":"', at, 'latin1');
-  at += b.write(apikey, at, 'latin1');
+  if (type === 'apikey') {
+    at += b.write('","apikey":"', at, 'latin1');
+    at += b.write(apikey, at, 'latin1');
+  }
   at += b.write('"},"outcome":"', at, 'latin1');
   at += b.write(outcome, at, 'latin1');
   at += b.write('","address":"', at, 'latin1');
@@ -130,16 +144,28 @@ function authenticate(raw: Buffer, authorization: string, peer: string, startedA
   }
   if (authorization !== callerHeader) return '{"error":"unauthorized"}';
   const { type, application, credential, ip_address: ipAddress } = body;
-  if (type !== 'apikey' || typeof application !== 'string' || typeof credential !== 'object' || credential === null) return '{"error":"invalid_field"}';
+  if ((type !== 'apikey' && type !== 'username') || typeof application !== 'string' || typeof credential !== 'object' || credential === null) return '{"error":"invalid_field"}';
   const { username, password } = credential;
   if (typeof username !== 'string' || typeof password !== 'string') return '{"error":"invalid_field"}';
   const address = typeof ipAddress === 'string' ? ipAddress : peer;
-  if (failuresByAddress.get(address) !== undefined || failuresByKey.get(username) !== undefined) return '{"authenticated":false}';
-  const held = keys.get(username);
-  const user = held !== undefined && held.key.status === 'ENABLED' && sameText(held.secret, password) ? held.user : undefined;
+  const account = type === 'apikey' ? username : username.toLowerCase();
+  if (failuresByAddress.get(address) !== undefined || failuresByKey.get(account) !== undefined) return '{"authenticated":false}';
+  let user: User | undefined;
+  if (type === 'apikey') {
+    const held = keys.get(username);
+    user = held !== undefined && held.key.status === 'ENABLED' && sameText(held.secret, password) ? held.user : undefined;
+  } else {
+    const found = usersByEmail.get(account);
+    if (found !== undefined) {
+      const mac = passwordMac(found, password);
+      let kept = verified.get(found.id);
+      if (kept === undefined) verified.set(found.id, (kept = mac));
+      if (sameText(mac, kept)) user = found;
+    }
+  }
   const ok = user !== undefined && user.status === 'ENABLED' && user.applications.includes(application);
-  auditLine(application, user?.id ?? '', username, ok ? 'success' : 'failure', address, peer);
-  if (!ok) return '{"service":{"result":{"authenticated":false}}}';
+  auditLine(type, application, user?.id ?? '', type === 'apikey' ? username : '', ok ? 'success' : 'failure', address, peer);
+  if (!ok || user === undefined) return '{"service":{"result":{"authenticated":false}}}';
   let prefix = answers.get(user.id);
   if (prefix === undefined) answers.set(user.id, (prefix = Buffer.from(`{"service":{"result":{"authenticated":true,"user":${renderUser(user, false)}},"elapsed":`)));
   let at = prefix.copy(replyScratch, 0);
@@ -180,7 +206,10 @@ async function main(): Promise<void> {
   for (const a of appsRead) applications.set(a.id, { full: renderApplication(a), brief: `{"id":"${a.id}","name":${q(a.name)},"status":"${a.status}"}` });
   for (const g of groupsRead) groups.set(g.id, { full: renderGroup(g), brief: `{"id":"${g.id}","name":${q(g.name)},"status":"${g.status}","application":"${g.application}"}` });
   const secrets = ApiKeySecrets.load({ keyFile: process.env['KEY_FILE'] ?? 'server.key' });
-  for (const user of users.values()) for (const key of user.apikeys) keys.set(key.id, { key, user, secret: secrets.secretFor(key.id, key.nonce) });
+  for (const user of users.values()) {
+    usersByEmail.set(user.email.toLowerCase(), user);
+    for (const key of user.apikeys) keys.set(key.id, { key, user, secret: secrets.secretFor(key.id, key.nonce) });
+  }
 
   const uws = load.uws;
   const reply = (res: import('uWebSockets.js').HttpResponse, body: string | Buffer): void => {

@@ -243,8 +243,8 @@ async function startJsonCeiling(frontEnd: FrontEndUsed): Promise<{ child: Child;
 }
 
 /**
- * The floor beside A' and D' (bench/floor-server.ts): on uWS only, like the sketch; undefined on node:http, or when it
- * does not start (the rows then go without it, saying why).
+ * The floor beside A', B' and D' (bench/floor-server.ts): on uWS only, like the sketch; otherwise, or when it does not
+ * start, why there is none (the rows then say so).
  */
 async function startFloor(dirs: Dirs, fixtures: Fixtures, authdPort: number, frontEnd: FrontEndUsed): Promise<{ child: Child; port: number } | string> {
   if (frontEnd.kind !== 'uws') return 'the floor is a uWS sketch';
@@ -349,11 +349,11 @@ async function main(): Promise<void> {
     mkdirSync(genDir, { recursive: true });
     const generator = ensureWrk(log) ? wrkGenerator(genDir) : autocannonGenerator();
     jsonCeiling = await startJsonCeiling(frontEnd);
-    const started = wanted("A'") || wanted("D'") ? await startFloor(dirs, fixtures, port, frontEnd) : 'neither A\' nor D\' runs';
+    const started = ["A'", "B'", "D'"].some(wanted) ? await startFloor(dirs, fixtures, port, frontEnd) : 'no row it stands beside runs';
     floor = typeof started === 'string' ? undefined : started;
     rt = { generator, ceilingPort: jsonCeiling.port, ceilingPid: jsonCeiling.child.pid, quick: args.quick, floor: typeof started === 'string' ? started : { port: started.port, pid: started.child.pid } };
     log(`${realTrafficIds.join(', ')}: generator ${generator.kind}; beside a ceiling that parses each body as JSON (pid ${jsonCeiling.child.pid}, port ${jsonCeiling.port})`);
-    log(floor === undefined ? `A', D': no floor (${started})` : `A', D': and beside the floor, a sketch of their unskippable steps (pid ${floor.child.pid}, port ${floor.port})`);
+    log(floor === undefined ? `A', B', D': no floor (${started})` : `A', B', D': and beside the floor, a sketch of their unskippable steps (pid ${floor.child.pid}, port ${floor.port})`);
   }
   const realRun = (run: (r: real.RealTraffic) => Promise<ScenarioResult>) => async (): Promise<ScenarioResult> => {
     if (rt === undefined) throw new Error('no generator');

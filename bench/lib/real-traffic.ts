@@ -57,7 +57,7 @@ export interface RealTraffic {
   readonly ceilingPort: number;
   readonly ceilingPid: number;
   readonly quick: boolean;
-  /** The floor beside A' and D' (bench/floor-server.ts), or why there is none. */
+  /** The floor beside A', B' and D' (bench/floor-server.ts), or why there is none. */
   readonly floor: { readonly port: number; readonly pid: number } | string;
 }
 
@@ -220,7 +220,7 @@ export async function usernameDistinct(ctx: ScenarioContext, rt: RealTraffic, lo
   const prng = new Prng(prngSeed + 1);
   const requests = Array.from({ length: requestsPerFile }, (_, n) => usernameBody(ctx, prng.pick(users), addressBase["B'"]! + n));
   const reply = await realAnswer(ctx, requests[0]!, "B'", '"authenticated":true');
-  const m = await measurePair(ctx, rt, rt.generator.prepare('username-distinct', requests), reply, requests.length);
+  const m = await measurePair(ctx, rt, rt.generator.prepare('username-distinct', requests), reply, requests.length, undefined, true);
   return row("B'", `POST /authenticate, username, ${users.length.toLocaleString('en-US')} cached users, an address per request`, 'POST', usernameDistinctRatioMin, m,
     { users: users.length, warmMs, requestsInFile: requests.length });
 }
