@@ -14,12 +14,12 @@
 // Nothing is bounded, counted, logged or checked beyond that: authd does all of those, so a ratio between the two is
 // what they and the rest of its engineering cost.
 
-import { createHmac, randomBytes } from 'node:crypto';
 import { openSync, readdirSync, unlinkSync, write } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ApiKey, Application, Group, Organization, User } from '../src/domain/entities.js';
 import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
+import { KeyedHash } from '../src/auth/keyed-hash.js';
 import { loadUws } from '../src/http/uws-loader.js';
 import { classifyDir } from '../src/persist/layout.js';
 import { readSnapshotChunks } from '../src/persist/snapshot.js';
@@ -41,10 +41,11 @@ const keys = new Map<string, { readonly key: ApiKey; readonly user: User; readon
 const usersByEmail = new Map<string, User>();
 /** A keyed hash of each User's password as verified once: a verify cache that has every User warm. */
 const verified = new Map<string, string>();
-const cacheKey = randomBytes(32);
+/** HMAC-SHA256 as two one-shot hashes (authd's own, src/auth/keyed-hash.ts): node:crypto's Hmac object costs more. */
+const keyed = KeyedHash.withRandomKey();
 
 function passwordMac(user: User, password: string): string {
-  return createHmac('sha256', cacheKey).update(user.id).update('\0').update(password).digest('base64');
+  return keyed.mac(`${user.id}\0${password}`);
 }
 /** Each Application and Group rendered once: in full, and as an authenticated User's answer shows it. */
 const applications = new Map<string, { readonly full: string; readonly brief: string }>();
