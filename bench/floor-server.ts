@@ -4,7 +4,7 @@
 // newest snapshot in DATA_DIR (the log after it is ignored) and the server key in KEY_FILE, takes FLOOR_AUTHORIZATION
 // as the one caller's Authorization header and PUBLIC_URL for hrefs, and answers byte for byte as authd does:
 // - POST /authenticate by API Key: parse the body, check its fields, the caller's header (compared with the admin's,
-//   as a known caller), the limiter's two lookups (address, key), the key and its secret (derived at start, compared
+//   as a known caller), the limiter's two lookups (address, account), the key and its secret (derived at start, compared
 //   in constant time), the User and its Application, an audit line as bytes, the answer (kept per User);
 // - POST /authenticate by username, its password's verification cached (as after B''s warm-up): the same, the User
 //   found by its email (lowercased) and the password checked by a keyed hash against the one kept for it, which the
@@ -43,14 +43,14 @@ const usersByEmail = new Map<string, User>();
 const verified = new Map<string, string>();
 /** HMAC-SHA256 as two one-shot hashes (authd's own, src/auth/keyed-hash.ts): node:crypto's Hmac object costs more. */
 const keyed = KeyedHash.withRandomKey();
-
-function passwordMac(user: User, password: string): string {
-  return keyed.mac(`${user.id}\0${password}`);
-}
 /** Each Application and Group rendered once: in full, and as an authenticated User's answer shows it. */
 const applications = new Map<string, { readonly full: string; readonly brief: string }>();
 const groups = new Map<string, { readonly full: string; readonly brief: string }>();
 const organizations = new Map<string, Organization>();
+
+function passwordMac(user: User, password: string): string {
+  return keyed.mac(`${user.id}\0${password}`);
+}
 
 /** A stored time (microseconds) as the API writes it. */
 function time(us: number): string {

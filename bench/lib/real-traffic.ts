@@ -106,8 +106,13 @@ async function measurePair(
   let floor: GenLoadResult | string | undefined;
   if (withFloor && typeof rt.floor === 'string') floor = rt.floor;
   else if (withFloor && typeof rt.floor !== 'string') {
-    await run(rt.floor.port, rt.floor.pid, ctx.warmS, warmStartAt);
-    floor = await run(rt.floor.port, rt.floor.pid, ctx.measureS, 0);
+    // A floor that fails leaves the row to authd and its ceiling, saying why.
+    try {
+      await run(rt.floor.port, rt.floor.pid, ctx.warmS, warmStartAt);
+      floor = await run(rt.floor.port, rt.floor.pid, ctx.measureS, 0);
+    } catch (err) {
+      floor = `its run failed: ${err instanceof Error ? err.message : String(err)}`;
+    }
   }
   const warm = await run(ctx.port, ctx.pid, ctx.warmS, warmStartAt);
   const load = await around(() => run(ctx.port, ctx.pid, ctx.measureS, 0));
