@@ -2,7 +2,8 @@
 //
 // Not a product: `npm run bench` measures it beside the ceiling on A''s, B''s and D''s requests (uWS only). It loads the
 // newest snapshot in DATA_DIR (the log after it is ignored) and the server key in KEY_FILE, takes FLOOR_AUTHORIZATION
-// as the one caller's Authorization header and PUBLIC_URL for hrefs, and answers byte for byte as authd does:
+// as the one caller's Authorization header and PUBLIC_URL for hrefs. A success is answered byte for byte as authd
+// answers it (but for `elapsed`); a refusal gets a short stand-in, which the bench counts as unexpected:
 // - POST /authenticate by API Key: parse the body, check its fields, the caller's header (compared with the admin's,
 //   as a known caller), the limiter's two lookups (address, account), the key and its secret (derived at start, compared
 //   in constant time), the User and its Application, an audit line as bytes, the answer (kept per User);
