@@ -6,7 +6,7 @@
 // answers it (but for `elapsed`); a refusal gets a short stand-in, which the bench counts as unexpected:
 // - POST /authenticate by API Key: parse the body, check its fields, the caller's header (compared with the admin's,
 //   as a known caller), the limiter's two lookups (address, account), the key and its secret (derived at start, compared
-//   in constant time), the User and its Application, an audit line as bytes, the answer (kept per User);
+//   in constant time), the User and its Application, authd's audit line, the answer (kept per User);
 // - POST /authenticate by username, its password's verification cached (as after B''s warm-up): the same, the User
 //   found by its email (lowercased) and the password checked by a keyed hash against the one kept for it, which the
 //   first request of each User makes (argon2 is what B''s warm-up spends, and the floor leaves it out);
@@ -15,25 +15,23 @@
 // Nothing is bounded, counted, logged or checked beyond that: authd does all of those, so a ratio between the two is
 // what they and the rest of its engineering cost.
 
-import { openSync, readdirSync, unlinkSync, write } from 'node:fs';
+import { openSync, readdirSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ApiKey, Application, Group, Organization, User } from '../src/domain/entities.js';
 import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
-import { KeyedHash } from '../src/auth/keyed-hash.js';
+import { KeyedHash, sameText } from '../src/auth/keyed-hash.js';
 import { loadUws } from '../src/http/uws-loader.js';
 import { classifyDir } from '../src/persist/layout.js';
 import { readSnapshotChunks } from '../src/persist/snapshot.js';
 import { NodeStorage } from '../src/persist/storage.js';
+import { Audit } from '../src/service/audit.js';
+import { fdOutput, LogWriter } from '../src/service/log-writer.js';
 
 const dataDir = process.env['DATA_DIR'] ?? './data';
 const port = Number(process.env['PORT'] ?? '0');
 const callerHeader = process.env['FLOOR_AUTHORIZATION'] ?? '';
 const publicUrl = process.env['PUBLIC_URL'] ?? `http://localhost:${port}`;
-/** Audit lines gather in a buffer of this size, written out whenever less than a line's room is left, as a buffered log writer would. */
-const auditBufferBytes = 64 * 1024;
-/** A line's room: its ids and addresses are short ASCII, as the bench's requests carry them. */
-const auditLineBytesMax = 1024;
 /** An answer is encoded into this buffer and handed to uWS, which copies it (as authd's front end does). */
 const replyScratch = Buffer.allocUnsafe(1024 * 1024);
 
@@ -84,53 +82,12 @@ function renderUser(u: User, full: boolean): string {
   return `{"id":"${u.id}","username":${q(u.email)},"email":${q(u.email)},"name":${q(u.name)},"status":"${u.status}","custom_data":${q(u.customData)},"organization":${orgText},"applications":[${apps}],"groups":[${gs}],"apikeys":[${ks}],"href":"${publicUrl}/users/user/${u.id}","created_at":"${time(u.createdAt)}","modified_at":"${time(u.modifiedAt)}"}`;
 }
 
-/** Constant time in the texts' content, as a secret's check must be. */
-function sameText(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return d === 0;
-}
-
 const auditPath = join(tmpdir(), `authd-floor-audit-${process.pid}.log`);
 const auditFile = openSync(auditPath, 'w', 0o600);
 // Written to as a log is, and gone with the process.
 unlinkSync(auditPath);
-let audit = Buffer.allocUnsafe(auditBufferBytes);
-let auditAt = 0;
-let nowMs = 0;
-let nowText = '';
-
-/** The audit line written straight into the buffer as bytes, each piece ASCII; its time text made once a millisecond. */
-function auditLine(type: string, application: string, user: string, apikey: string, outcome: string, address: string, peer: string): void {
-  const ms = Date.now();
-  if (ms !== nowMs) nowText = new Date((nowMs = ms)).toISOString();
-  const b = audit;
-  let at = auditAt;
-  at += b.write('{"time":"', at, 'latin1');
-  at += b.write(nowText, at, 'latin1');
-  at += b.write('","action":"authenticate","caller":"admin","targets":{"application":"', at, 'latin1');
-  at += b.write(application, at, 'latin1');
-  at += b.write('","user":"', at, 'latin1');
-  at += b.write(user, at, 'latin1');
-  if (type === 'apikey') {
-    at += b.write('","apikey":"', at, 'latin1');
-    at += b.write(apikey, at, 'latin1');
-  }
-  at += b.write('"},"outcome":"', at, 'latin1');
-  at += b.write(outcome, at, 'latin1');
-  at += b.write('","address":"', at, 'latin1');
-  at += b.write(address, at, 'latin1');
-  at += b.write('","peer":"', at, 'latin1');
-  at += b.write(peer, at, 'latin1');
-  at += b.write('"}\n', at, 'latin1');
-  auditAt = at;
-  if (auditBufferBytes - auditAt < auditLineBytesMax) {
-    write(auditFile, audit, 0, auditAt, null, () => {});
-    audit = Buffer.allocUnsafe(auditBufferBytes);
-    auditAt = 0;
-  }
-}
+/** authd's own audit line and log writer: the line as bytes, written out in batches. */
+const audit = new Audit(new LogWriter(fdOutput(auditFile)));
 const failuresByAddress = new Map<string, number>();
 const failuresByKey = new Map<string, number>();
 /** The answer's bytes up to its elapsed time, per User that passed. */
@@ -166,7 +123,7 @@ function authenticate(raw: Buffer, authorization: string, peer: string, startedA
     }
   }
   const ok = user !== undefined && user.status === 'ENABLED' && user.applications.includes(application);
-  auditLine(type, application, user?.id ?? '', type === 'apikey' ? username : '', ok ? 'success' : 'failure', address, peer);
+  audit.recordAuthentication('authenticate', 'admin', application, user?.id, type === 'apikey' ? username : undefined, ok ? 'success' : 'failure', undefined, address, peer);
   if (!ok || user === undefined) return '{"service":{"result":{"authenticated":false}}}';
   let prefix = answers.get(user.id);
   if (prefix === undefined) answers.set(user.id, (prefix = Buffer.from(`{"service":{"result":{"authenticated":true,"user":${renderUser(user, false)}},"elapsed":`)));
