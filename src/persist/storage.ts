@@ -4,7 +4,7 @@
 // WritableFile.datasync()/sync(), and a create, rename or unlink only through fsyncDir() of its
 // directory. A double can keep everything since the last of those apart and drop or garble it.
 
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { privateDirMode, privateFileMode } from '../config/limits.js';
 import { holdFileLock, type FileLock } from './lock.js';
@@ -95,9 +95,17 @@ class NodeWritableFile implements WritableFile {
 class NodeReadableFile implements ReadableFile {
   constructor(readonly path: string, readonly size: number, private readonly handle: FileHandle) {}
 
-  async read(target: Uint8Array, length: number, position: number): Promise<number> {
-    const { bytesRead } = await this.handle.read(target, 0, length, position);
-    return bytesRead;
+  /**
+   * Synchronous: a positioned read of a regular file is a copy out of the page cache, cheaper than the
+   * round trip through libuv's thread pool, which on cores busy with a start-up's decoding and collections
+   * kept the snapshot load waiting for longer than the copies took. Only start-up and offline tools read files.
+   */
+  read(target: Uint8Array, length: number, position: number): Promise<number> {
+    try {
+      return Promise.resolve(readSync(this.handle.fd, target, 0, length, position));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   close(): Promise<void> {
