@@ -568,8 +568,8 @@ function decodeValues(reader: FrameReader, payload: Buffer, at: number, dictiona
  * Reads and fully validates a snapshot (header, every chunk's checksum and shape, the trailer's
  * counts), handing each chunk's entities to onChunk as it goes. Streaming the chunks lets their
  * consumer keep only what it needs of each, so the whole decoded file is never in memory beside the
- * state built from it. Chunks are decoded in bulk (one
- * unpackMultiple per chunk) while the next frame is read, because this is most of start-up time.
+ * state built from it. Chunks are decoded in bulk (one unpackMultiple per chunk), which is most of start-up
+ * time; a download's next part arrives meanwhile (a local file is read synchronously: src/persist/storage.ts).
  */
 export async function readSnapshotChunks(storage: Storage, path: string, onChunk: SnapshotChunkConsumer): Promise<SnapshotSummary> {
   let file: ReadableFile;

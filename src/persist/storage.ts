@@ -96,9 +96,10 @@ class NodeReadableFile implements ReadableFile {
   constructor(readonly path: string, readonly size: number, private readonly handle: FileHandle) {}
 
   /**
-   * Synchronous: a positioned read of a regular file is a copy out of the page cache, cheaper than the
+   * Synchronous: a positioned read of a regular file is mostly a copy out of the page cache, cheaper than the
    * round trip through libuv's thread pool, which on cores busy with a start-up's decoding and collections
-   * kept the snapshot load waiting for longer than the copies took. Only start-up and offline tools read files.
+   * kept the snapshot load waiting for longer than the copies took. A read from the disk holds the event loop
+   * meanwhile, which is why only start-up and offline tools read files.
    */
   read(target: Uint8Array, length: number, position: number): Promise<number> {
     try {
