@@ -17,7 +17,7 @@ import { State } from '../store/state.js';
 import { serveNodeStatus, type NodeReadiness } from './node-status.js';
 import { Replica } from './replica.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
-import { StreamLog, StreamUnavailableError, whileUnavailable, type StreamFollower } from './stream-log.js';
+import { StreamLog, StreamUnavailableError, whileUnavailable, within, type StreamFollower } from './stream-log.js';
 
 const timerMsMax = 2 ** 31 - 1;
 
@@ -106,16 +106,10 @@ export class ClusterNode {
    * when NATS cannot say what that is, or the node has not applied it within clusterStrongReadWaitMs.
    */
   async syncPoint(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('not applied in time')), clusterStrongReadWaitMs);
-    });
     try {
-      await Promise.race([this.log.lastSeq().then((seq) => this.replica.applied(seq)), late]);
+      await within(this.log.lastSeq().then((seq) => this.replica.applied(seq)), clusterStrongReadWaitMs, () => new Error('not applied in time'));
     } catch {
       throw new DomainError('storage_unavailable', 'This node cannot give a strongly consistent read right now (the cluster log is unavailable or ahead of it); retry later.', { retryAfterS: unavailableRetryAfterS });
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -9,21 +9,13 @@ import { ConfigError } from '../config/config.js';
 import { clusterBucketIdleMs, clusterSnapshotsKept } from '../config/limits.js';
 import { parseSnapshotFileName, snapshotFileName, tmpSuffix } from '../persist/layout.js';
 import type { ReadableFile, Storage, WritableFile } from '../persist/storage.js';
-import { StreamUnavailableError } from './stream-log.js';
+import { StreamUnavailableError, within } from './stream-log.js';
 
 const keyFingerprintObject = 'key-fingerprint';
 
 /** What promise answers, or StreamUnavailableError once it has brought nothing for idleMs. */
-export async function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StreamUnavailableError(`${what}: nothing from the cluster's bucket for ${idleMs} ms`)), idleMs);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promise<T> {
+  return within(promise, idleMs, () => new StreamUnavailableError(`${what}: nothing from the cluster's bucket for ${idleMs} ms`));
 }
 
 export class SnapshotBucket {

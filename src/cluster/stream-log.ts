@@ -29,6 +29,19 @@ export async function whileUnavailable<T>(attempt: () => Promise<T>, waitMs: num
   }
 }
 
+/** What promise answers, or late()'s error once ms have passed without an answer (the promise is left to settle unheard). */
+export async function within<T>(promise: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Another node appended first: the stream's last sequence was not the one this node decided against. */
 export class WrongLastSequenceError extends Error {
   readonly code = 'wrong_last_sequence';
