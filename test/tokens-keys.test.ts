@@ -32,22 +32,24 @@ test('a sealed secret opens only under its key and for its purpose, and shows no
 async function world(): Promise<{ h: StateHarness; tokens: TokenService; appId: string; userId: string; now: () => number }> {
   const h = new StateHarness();
   h.commit((s, ctx) => decide.bootstrap(s, { email: 'admin@example.com', passwordHash: '$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA' }, ctx));
-  let micros = Date.now() * 1000;
+  // The State's time (the harness clock), not the wall clock: a token is issued when the State says it is.
+  let micros = 0;
   const clock = { now: () => ++micros };
   const tokens = new TokenService(h.state, sealer, 'https://issuer.example', clock);
   const fresh = await Promise.all([newSigningKey('EdDSA', sealer), newSigningKey('ES256', sealer)]);
   h.commit((s, ctx) => decide.rotateSigningKeys(s, fresh, ctx));
   const app = h.commit((s, ctx) => decide.createApplication(s, { name: 'tokens', tokens: { enabled: true, ttl: 60 } }, ctx));
   const user = h.commit((s, ctx) => decide.createUser(s, { email: 'someone@example.com', passwordHash: '$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA', applications: [app.id] }, ctx));
+  micros = user.createdAt;
   return { h, tokens, appId: app.id, userId: user.id, now: () => micros };
 }
 
 test('introspection: active until the token expires, then inactive', async () => {
-  const { h, tokens, appId, userId } = await world();
-  const issued = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!)!;
+  const { h, tokens, appId, userId, now } = await world();
+  const issued = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!, undefined)!;
   assert.equal(issued.expiresIn, 60);
-  assert.equal((await tokens.introspect(issued.token)).active, true);
-  // Times from the token's own claims: exp is whole seconds, up to a second before the wall clock's issue time + 60 s.
+  assert.equal((await tokens.introspect(issued.token, now() / 1000)).active, true);
+  // Times from the token's own claims: exp is whole seconds, up to a second before the issue time + 60 s.
   const { iat, exp } = decodeJwt(issued.token);
   assert.equal(exp! - iat!, 60);
   assert.equal((await tokens.introspect(issued.token, exp! * 1000 - 1000)).active, true);
@@ -56,16 +58,16 @@ test('introspection: active until the token expires, then inactive', async () =>
 
 test('rotation retires the current keys; a retired key signs nothing, stays published a day, then leaves the JWKS and the State', async () => {
   const { h, tokens, appId, userId } = await world();
-  const before = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!)!;
+  const before = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!, undefined)!;
   const oldKid = decodeProtectedHeader(before.token).kid!;
   const fresh = await Promise.all([newSigningKey('EdDSA', sealer), newSigningKey('ES256', sealer)]);
   const keys = h.commit((s, ctx) => decide.rotateSigningKeys(s, fresh, ctx));
   assert.equal(keys.length, 4);
   const retired = keys.find((k) => k.kid === oldKid)!;
   assert.ok(retired.retiredAt > 0);
-  const after = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!)!;
+  const after = await tokens.issue(h.state.user(userId)!, h.state.application(appId)!, undefined)!;
   assert.equal(decodeProtectedHeader(after.token).kid, fresh[0]!.kid);
-  // Times from here on are the harness clock's (the State's), not the wall clock.
+  // Introspection's times are the harness clock's too (the State's), as the tokens' are.
   const retiredMs = retired.retiredAt / 1000;
   assert.equal((await tokens.introspect(before.token, retiredMs + 1000)).active, true, 'the old key still verifies its tokens');
   assert.equal((await tokens.introspect(before.token, retiredMs + dayMicros / 1000 + 1000)).active, false, 'not once it is no longer published');

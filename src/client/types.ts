@@ -135,8 +135,13 @@ export interface AccessTokenClaims {
   aud: string;
   /** Seconds since the epoch. */
   iat: number; exp: number;
-  jti: string; name: string; email: string;
-  /** Names of the User's Groups in that Application. */
+  jti: string;
+  /** How the token was obtained (RFC 8176): `["pwd"]` a password, `["apikey"]` an API Key. */
+  amr: string[];
+  /** The API Key the token was obtained with; only when `amr` is `["apikey"]`. */
+  apikey_id?: string;
+  name: string; email: string;
+  /** Names of the User's ENABLED Groups in that Application (introspection: as they are now). */
   groups: string[];
   /** The User's Organization's id. */
   org: string;

@@ -380,6 +380,8 @@ export const jwtSecretBytesNew = 32;
 export const sealedSecretCharsMax = 1024;
 /** Longest token POST /tokens/introspect reads; ours are under 1 KB even with a User in many Groups. */
 export const tokenCharsMax = 16 * 1024;
+/** How far in the future introspection lets a token's `iat` be: the clocks of a cluster's nodes (and a password change's) differ a little. */
+export const tokenIssuedAheadSecondsMax = 60;
 /** Random bytes in a token's jti, after its 8 bytes of issue time. */
 export const tokenJtiRandomBytes = 10;
 /** Random bytes drawn at a time for jtis: 409 tokens' worth. */

@@ -64,7 +64,8 @@ const entitySchemas: Record<string, JsonSchema> = {
   Jwks: obj({ keys: { type: 'array', items: { type: 'object', description: 'A public JWK with kid, alg and use.' } } }),
   Introspection: {
     ...obj({ active: { type: 'boolean' }, token_type: { type: 'string', const: 'Bearer' } }, ['active']),
-    description: 'RFC 7662: `{"active": false}` alone, or `active: true` with the token\'s claims (iss, sub, aud, iat, exp, jti, name, email, groups, org).',
+    description: 'RFC 7662: `{"active": false}` alone, or `active: true` with the token\'s claims (iss, sub, aud, iat, exp, jti, amr, apikey_id) ' +
+      'and the User\'s name, email, groups and org as they are now.',
     additionalProperties: true,
   },
   SigningKey: obj({

@@ -41,7 +41,7 @@ export interface AttemptContext {
 interface Remembered extends KnownCaller {
   /** The State's version when the User (and Application) were last found current; -1 until the first repeat looks. */
   checkedAt: number;
-  /** The API Key the caller used, whose roles narrow its User's (src/domain/roles.ts). */
+  /** The API Key used, if one was: a caller's narrows its User's roles (src/domain/roles.ts); an authentication's is named in its token. */
   readonly keyId?: string | undefined;
 }
 
@@ -215,7 +215,7 @@ export class Authenticator {
    * would add a keyed hash and a lookup to every repeat. Failures are never remembered, and a success only once
    * its request has come before (attemptSlot).
    */
-  recognised(request: Uint8Array, authorization: string, peer: string): { readonly user: User; readonly application: Application; readonly byPassword: boolean } | undefined {
+  recognised(request: Uint8Array, authorization: string, peer: string): { readonly user: User; readonly application: Application; readonly byPassword: boolean; readonly keyId?: string | undefined } | undefined {
     const key = this.knownAttempts.keyOfRequest(request, authorization, peer);
     const entry = key === undefined ? undefined : this.knownAttempts.get(key);
     if (key === undefined || entry === undefined) return undefined;
@@ -279,7 +279,7 @@ export class Authenticator {
       const line = this.guard.audit.prepareAuthentication(targets, 'success', why, context.address, context.peer, { caller });
       this.guard.audit.recordPrepared(line, caller);
       this.knownAttempts.remember(slot.key, {
-        user, byPassword: type === 'username', ticket: checked.ticket, checkedAt: -1, application, line, caller: slot.caller.entry,
+        user, byPassword: type === 'username', keyId: keyIdOf(type, username), ticket: checked.ticket, checkedAt: -1, application, line, caller: slot.caller.entry,
       }, slot.caller.expiresAtMs);
     } else {
       this.guard.audit.recordAuthentication(

@@ -5,13 +5,18 @@ import type { JWTPayload } from 'jose';
 import { jwtSecretBytesNew, tokenCharsMax, tokenJtiPoolBytes, tokenJtiRandomBytes } from '../config/limits.js';
 import { currentKey, isPublished, publishedUntil } from '../domain/signing-keys.js';
 import { signingAlgs, tokenAlgs, type Application, type JsonObject, type SigningAlg, type SigningKey, type TokenAlg, type User } from '../domain/entities.js';
-import { mayAuthenticate } from '../service/authenticator.js';
 import type { Commits } from '../service/committer.js';
 import { rotateSigningKeys } from '../store/decide.js';
 import type { State } from '../store/state.js';
 import { jose } from './jose.js';
 import type { Sealer } from './sealer.js';
 import { newSigningKey } from './signing-keys.js';
+import {
+  activeIntrospection, apikeyAmr, claimsSupported, enabledGroupNames, issuedAlg, issuesTokens, jtiTimeBytes, passwordAmr,
+  standingUser, type Introspection,
+} from './token-claims.js';
+
+export type { Introspection } from './token-claims.js';
 
 /** What a successful authentication adds to its answer. */
 export interface Issued {
@@ -20,10 +25,9 @@ export interface Issued {
   readonly alg: TokenAlg;
 }
 
-export type Introspection = { readonly active: false } | ({ readonly active: true; readonly token_type: 'Bearer' } & JWTPayload);
-
 const inactive: Introspection = { active: false };
-const jtiTimeBytes = 8;
+/** The claims every token of ours has: one without them is not ours. */
+const requiredClaims = ['sub', 'aud', 'exp', 'iat', 'jti', 'amr'];
 
 /** A new HS256 secret, as given to the caller once: 32 random bytes, base64url. */
 export function newJwtSecret(): string {
@@ -42,8 +46,12 @@ export class TokenService {
     private readonly state: State, private readonly sealer: Sealer, readonly issuer: string, private readonly clock: { now(): number },
   ) {}
 
-  /** The token a success against app answers, or undefined when the Application's tokens are off. */
-  issue(user: User, app: Application): Promise<Issued> | undefined {
+  /**
+   * The token a success against app answers, or undefined when the Application's tokens are off. `apikeyId`: the
+   * API Key the User authenticated with; undefined for a password. The token says which (`amr`, `apikey_id`), and
+   * introspection holds it to that credential.
+   */
+  issue(user: User, app: Application, apikeyId: string | undefined): Promise<Issued> | undefined {
     const settings = app.tokens;
     if (settings === undefined || !settings.enabled) return undefined;
     // After the password it was issued for, whatever another node's clock said when that was set.
@@ -51,7 +59,9 @@ export class TokenService {
     const iat = Math.floor(micros / 1e6);
     const claims: JWTPayload = {
       iss: this.issuer, sub: user.id, aud: app.id, iat, exp: iat + settings.ttl, jti: newJti(micros),
-      name: user.name, email: user.email, groups: this.groupNames(user, app.id), org: user.organization,
+      // One shape for both kinds: JSON leaves out an undefined apikey_id.
+      amr: apikeyId === undefined ? passwordAmr : apikeyAmr, apikey_id: apikeyId,
+      name: user.name, email: user.email, groups: enabledGroupNames(this.state, user, app.id), org: user.organization,
     };
     return this.sign(claims, settings.alg, app).then((token) => ({ token, expiresIn: settings.ttl, alg: settings.alg }));
   }
@@ -65,32 +75,27 @@ export class TokenService {
     return jwt.setProtectedHeader({ alg, kid: key.kid, typ: 'JWT' }).sign(await this.privateKey(key));
   }
 
-  /** Names of the User's ENABLED Groups in the Application: what a client application grants access by. */
-  private groupNames(user: User, appId: string): string[] {
-    const names: string[] = [];
-    for (const id of user.groups) {
-      const group = this.state.group(id);
-      if (group !== undefined && group.application === appId && group.status === 'ENABLED') names.push(group.name);
-    }
-    return names;
-  }
-
   /**
-   * RFC 7662's answer for a token: active only if its signature, issuer and expiry check out under a key still
-   * published (or its Application's current HS256 secret), and nothing it stood for has changed since: its User
-   * still exists, is not DISABLED, is still in the Application and has not changed password; its Application is
-   * ENABLED. Every other case is `{active: false}`, without saying which.
+   * RFC 7662's answer for a token: active only if its header is as issued, its signature, issuer, audience and
+   * expiry check out under a key still published (or, for HS256, its Application's current secret while that
+   * Application issues HS256), and what it stood for still stands (token-claims.ts, standingUser): the Application
+   * ENABLED and issuing tokens, the lifetime within its ttl, the User not DISABLED and still in it, the password or
+   * API Key it was obtained with unchanged. Every other case is `{active: false}`, without saying which.
    */
   async introspect(token: string, now = Date.now()): Promise<Introspection> {
     if (typeof token !== 'string' || token.length > tokenCharsMax) return inactive;
     const { decodeJwt, decodeProtectedHeader, jwtVerify } = await jose();
     let key: CryptoKey | undefined;
-    let alg: TokenAlg;
+    let alg: TokenAlg | undefined;
+    let app: Application | undefined;
     try {
       const header = decodeProtectedHeader(token);
-      if (!tokenAlgs.includes(header.alg as TokenAlg)) return inactive;
-      alg = header.alg as TokenAlg;
-      key = await (alg === 'HS256' ? this.secretOf(decodeJwt(token).aud) : this.verifyingKey(alg, header.kid, now));
+      alg = issuedAlg(header);
+      const { aud } = decodeJwt(token);
+      app = typeof aud === 'string' ? this.state.application(aud) : undefined;
+      if (alg === undefined || !issuesTokens(app)) return inactive;
+      if (alg === 'HS256') key = app.tokens.alg === 'HS256' && app.jwtSecret !== undefined ? await this.hmacKey(app) : undefined;
+      else key = await this.verifyingKey(alg, header.kid, now);
     } catch {
       return inactive;
     }
@@ -98,22 +103,15 @@ export class TokenService {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, key, {
-        algorithms: [alg], issuer: this.issuer, currentDate: new Date(now), requiredClaims: ['sub', 'aud', 'exp', 'iat', 'jti'],
+        algorithms: [alg], issuer: this.issuer, audience: app.id, currentDate: new Date(now), requiredClaims,
       }));
     } catch {
       return inactive;
     }
-    // The claims first: a claim named `active` or `token_type` cannot stand in for the answer's own.
-    return this.stillStands(payload) ? { ...payload, active: true, token_type: 'Bearer' } : inactive;
-  }
-
-  private stillStands(payload: JWTPayload): boolean {
-    const { aud, sub } = payload;
-    if (typeof aud !== 'string' || typeof sub !== 'string') return false;
-    const user = this.state.user(sub);
-    // The rule a new authentication meets: the Application ENABLED, the User not DISABLED and in it.
-    if (user === undefined || !mayAuthenticate(user, this.state.application(aud))) return false;
-    return (user.passwordChangedAt ?? 0) <= issuedAtMicros(payload);
+    // Asked of the State as it is after the verification's await, not as it was before.
+    const standing = standingUser(this.state, payload, alg, now);
+    if (standing === undefined || (alg === 'HS256' && standing.app.jwtSecret !== app.jwtSecret)) return inactive;
+    return activeIntrospection(this.state, payload, standing.user, standing.app);
   }
 
   /** The public key a token names, while it is published; undefined for an unknown kid. */
@@ -126,12 +124,6 @@ export class TokenService {
       this.publicKeys.set(key.kid, imported);
     }
     return imported;
-  }
-
-  /** The HS256 secret of the Application a token names, if it has one. */
-  private secretOf(aud: unknown): Promise<CryptoKey> | undefined {
-    const app = typeof aud === 'string' ? this.state.application(aud) : undefined;
-    return app?.jwtSecret === undefined ? undefined : this.hmacKey(app);
   }
 
   /** The Application's secret as a WebCrypto key, made once: jose would otherwise import raw bytes on every signature. */
@@ -215,7 +207,7 @@ export class TokenService {
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: [...tokenAlgs],
       token_endpoint_auth_signing_alg_values_supported: [...signingAlgs],
-      claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'name', 'email', 'groups', 'org'],
+      claims_supported: [...claimsSupported],
     };
   }
 }
@@ -236,14 +228,4 @@ function newJti(micros: number): string {
   jtiPool.copy(bytes, jtiTimeBytes, jtiPoolAt, jtiPoolAt + tokenJtiRandomBytes);
   jtiPoolAt += tokenJtiRandomBytes;
   return bytes.toString('base64url');
-}
-
-/** When the token was issued, in microseconds: from its jti, else (not one of ours) the end of its iat second. */
-function issuedAtMicros(payload: JWTPayload): number {
-  const { jti, iat = 0 } = payload;
-  if (typeof jti === 'string') {
-    const bytes = Buffer.from(jti, 'base64url');
-    if (bytes.length === jtiTimeBytes + tokenJtiRandomBytes) return bytes.readUInt32BE(0) * 2 ** 32 + bytes.readUInt32BE(4);
-  }
-  return (iat + 1) * 1_000_000 - 1;
 }

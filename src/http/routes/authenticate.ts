@@ -10,10 +10,11 @@ import { auditsItself, route, type RouteDecl, type RouteDeps, type RouteResult }
 
 const notAuthenticated = '{"authenticated":false}';
 
-function succeeded(deps: RouteDeps, user: User, app: Application | undefined, type: CredentialType): RouteResult | Promise<RouteResult> {
+/** `apikeyId`: the API Key the success was by (its token says so); undefined for a password. */
+function succeeded(deps: RouteDeps, user: User, app: Application | undefined, type: CredentialType, apikeyId: string | undefined): RouteResult | Promise<RouteResult> {
   deps.metrics.authenticated(type, true);
   const rendered = deps.renderer.userAuthenticatedKept(user);
-  const issued = app === undefined ? undefined : deps.tokens.issue(user, app);
+  const issued = app === undefined ? undefined : deps.tokens.issue(user, app, apikeyId);
   if (issued === undefined) return { result: ['{"authenticated":true,"user":', rendered, '}'] };
   return issued.then((token) => {
     deps.metrics.tokenIssued(token.alg);
@@ -44,7 +45,7 @@ export const authenticateRoutes: readonly RouteDecl[] = [
       if (known === undefined) return undefined;
       // The caller's credentials were recognised with the body: counted as the check they stand for.
       deps.metrics.callerChecked(true);
-      return succeeded(deps, known.user, known.application, known.byPassword ? 'username' : 'apikey');
+      return succeeded(deps, known.user, known.application, known.byPassword ? 'username' : 'apikey', known.keyId);
     },
     handler: ({ body: input, req, caller, deps }) => {
       const credential = input.credential!;
@@ -59,7 +60,7 @@ export const authenticateRoutes: readonly RouteDecl[] = [
           deps.metrics.authenticated(type, false);
           return { result: notAuthenticated };
         }
-        return succeeded(deps, user, deps.state.application(input.application!), type);
+        return succeeded(deps, user, deps.state.application(input.application!), type, type === 'apikey' ? credential.username! : undefined);
       };
       const user = deps.authenticator.authenticate(
         input.application!, type, credential.username!, credential.password!,

@@ -37,8 +37,10 @@ export const tokenRoutes: readonly RouteDecl[] = [
   route({
     method: 'POST', pattern: '/tokens/introspect', operationId: 'introspectToken', tag: 'Tokens',
     summary: 'Whether an access token is active (RFC 7662), and its claims if it is',
-    description: 'Inactive once expired, or once its User was disabled, deleted, removed from the Application or changed password, ' +
-      'or its Application was disabled, or its signing key or HS256 secret is gone. An inactive token answers only `{"active": false}`.',
+    description: 'Inactive once expired, or once its User was disabled, deleted or removed from the Application, or the password or API Key ' +
+      'it was obtained with changed, was disabled or deleted, or its Application was disabled or stopped issuing tokens (HS256 ones: stopped ' +
+      'issuing HS256), or its signing key or HS256 secret is gone. An active token answers its claims with the User\'s name, email, ' +
+      'groups and org as they are now; an inactive one only `{"active": false}`.',
     access: 'authenticate', audit: 'token.introspect', body: tokenIntrospect, result: ref('Introspection'),
     handler: async ({ body, deps }) => {
       const answer = await deps.tokens.introspect(body.token!);
