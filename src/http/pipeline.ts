@@ -5,7 +5,7 @@ import { parseBasicAuth } from '../auth/basic.js';
 import { bodyJsonDepthMax, unavailableRetryAfterS } from '../config/limits.js';
 import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, forbidden, type ErrorCode } from '../domain/errors.js';
-import { callerCapabilities, hasCapability, roleFor, type Role } from '../domain/roles.js';
+import { callerCapabilities, hasCapability, roleFor, rolesOfUser, type Role } from '../domain/roles.js';
 import type { AuditEntry } from '../service/audit.js';
 import { type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
 import { bodyNestsTooDeep } from './json-depth.js';
@@ -149,9 +149,9 @@ function keyRoles(user: User, keyId: string | undefined): readonly Role[] | unde
   return undefined;
 }
 
-/** What the caller may do now: its User's roles as they are, narrowed by its key's. */
+/** What the caller may do now: its User's roles as they are (a caller is a base User), narrowed by its key's. */
 export function capabilitiesOfCaller(caller: Caller): number {
-  return callerCapabilities(caller.user.roles, keyRoles(caller.user, caller.keyId));
+  return callerCapabilities(rolesOfUser(true, caller.user.roles), keyRoles(caller.user, caller.keyId));
 }
 
 /** A route as served: its declaration, with what the pipeline derives from it once. */

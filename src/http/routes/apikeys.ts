@@ -23,7 +23,7 @@ async function update(ctx: RouteContext<ApikeyBody>): Promise<RouteResult> {
 export const apikeyRoutes: readonly RouteDecl[] = [
   route({
     method: 'POST', pattern: '/users/user/:userid/apikey', operationId: 'createApikey', tag, summary: 'Create an API Key (answer carries its secret)',
-    description: '`roles` narrows what a caller using the key may do: the owner\'s roles intersected with the key\'s.',
+    description: '`roles` narrows what a caller using the key may do: the owner\'s roles intersected with the key\'s. Only a key of a User of the base Application has roles.',
     access: 'manage', audit: 'apikey.create', body: apikeyCreate, result: one('apikey', ref('ApiKeyWithSecret')),
     handler: async (ctx) => {
       const { state, committer, renderer, secrets } = ctx.deps;

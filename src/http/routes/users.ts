@@ -142,7 +142,8 @@ export const userRoutes: readonly RouteDecl[] = [
   }),
   route({
     method: 'PUT', pattern: '/users/user/:userid', operationId: 'updateUser', tag, summary: 'Update a User',
-    description: '`applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only) replaces its roles.',
+    description: '`applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only, base Users only) replaces its roles. ' +
+      'Joining the base Application (admin only) needs `password` in the same request, and disables the User\'s API Keys with new secrets and no roles.',
     access: 'manage', audit: 'user.update', body: userUpdate, result: one('user', ref('User')),
     handler: async (ctx) => {
       const { body: input, deps: { state, pool, committer, renderer } } = ctx;
@@ -187,7 +188,8 @@ export const userRoutes: readonly RouteDecl[] = [
   }),
   route({
     method: 'POST', pattern: '/users/user/:userid/application/:appid', operationId: 'addUserApplication', tag,
-    summary: 'The User joins an Application (one it is in already: nothing changes)', description: compatibility,
+    summary: 'The User joins an Application (one it is in already: nothing changes)',
+    description: `${compatibility} Not for joining the base Application, which needs a new password: that is \`PUT /users/user/{userid}\` with \`applications\` and \`password\`.`,
     access: 'manage', audit: 'user.join_application', result: applicationAdded,
     handler: async (ctx) => {
       const userId = pathId(ctx.params, 'userid');
