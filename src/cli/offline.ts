@@ -5,7 +5,7 @@ import { createReadStream, createWriteStream, renameSync, rmSync, type WriteStre
 import { ApiKeySecrets, writeNewKeyFile } from '../auth/apikey-secrets.js';
 import { HashPool } from '../auth/hash-pool.js';
 import { ConfigError, loadConfig, settings, type FsyncPolicy } from '../config/config.js';
-import { importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
+import { apikeyNonceBytes, importRecordsPerFlush, passwordBytesMax, passwordCharsMin, privateFileMode } from '../config/limits.js';
 import { DomainError } from '../domain/errors.js';
 import { keyFingerprintPath, writeKeyFingerprint } from '../persist/key-fingerprint.js';
 import { acquireLock, LockError, LockUnavailableError } from '../persist/lock.js';
@@ -74,7 +74,8 @@ const resetAdminPassword: Command = {
 
 Offline, on a stopped server's data directory: takes its lock, writes one log record through the
 persistence layer (durable before this command exits) and a snapshot, then releases the lock.
-The User is also ENABLED and put back in the base Application if it had left either.
+The User is also ENABLED and put back in the base Application if it had left either; put back,
+its API Keys are DISABLED and get new secrets and no roles, as for any User joining it.
 
 ${dataDirHelp}
   --email EMAIL      the administrator (default: the oldest User of the base Application)
@@ -104,8 +105,9 @@ Hashing uses ARGON2_MEMORY_KIB, ARGON2_ITERATIONS and ARGON2_PARALLELISM like th
     try {
       const clock = new MicrosClock();
       clock.notBefore(state.lastAt);
-      const noNonce = (): string => { throw new Error('reset-admin-password makes no API Key'); };
-      const committer = new Committer(state, persistence, clock, { newId: newEntityId, newApikeyId, newNonce: noNonce });
+      // Nonces as the server makes them (ApiKeySecrets.newNonce): a User put back in the base Application has its API Keys renewed.
+      const newNonce = (): string => randomBytes(apikeyNonceBytes).toString('base64url');
+      const committer = new Committer(state, persistence, clock, { newId: newEntityId, newApikeyId, newNonce });
       const email = stringOption(values, 'email');
       let outcome: { user: { id: string; email: string }; changes: string[] };
       try {

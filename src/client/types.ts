@@ -99,13 +99,13 @@ export interface UserCreate {
   roles?: Role[];
 }
 
-/** `applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only) replaces them. */
+/** `applications` and `groups` add memberships (joining the base Application needs `password` too); `organization` moves the User; `roles` (admin only, base Users only) replaces them. */
 export interface UserUpdate {
   email?: string; password?: string; name?: string; status?: UserStatus; custom_data?: CustomData | null;
   organization?: string; applications?: string[]; groups?: string[]; roles?: Role[];
 }
 
-/** `roles` narrows the owner's for callers using the key (within the owner's roles). */
+/** `roles` narrows the owner's for callers using the key (within the owner's roles; a base User's key only). */
 export interface ApikeyCreate { name?: string; description?: string; status?: Status; roles?: Role[] }
 export type ApikeyUpdate = ApikeyCreate;
 

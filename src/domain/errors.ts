@@ -4,6 +4,7 @@ export const errorCatalog = {
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
   invalid_field: { status: 400, message: 'A field of the request is invalid.' },
   unknown_reference: { status: 400, message: 'A field names an entity that does not exist.' },
+  base_join_needs_password: { status: 400, message: 'A User joins the base Application only with a new password, given in the same request.' },
   invalid_id: { status: 400, message: 'An identifier in the path is malformed.' },
   invalid_query: { status: 400, message: 'A query parameter is invalid.' },
   bad_request: { status: 400, message: 'The request is not well-formed HTTP/1.1.' },

@@ -33,15 +33,22 @@ export function rolesGranting(capability: Capability): Role[] {
 /** A base User without `roles` is an admin, as every base User was before roles existed. */
 export const defaultRoles: readonly Role[] = ['admin'];
 
-export function capabilitiesOf(roles: readonly Role[] | undefined): number {
-  if (roles === undefined) return grants.admin;
+/** What a User outside the base Application holds: it is no caller of this API, so nothing, and never admin by default. */
+export const noRoles: readonly Role[] = [];
+
+/** The roles a User holds: a base User's own (the default when it has none); none for any other User. */
+export function rolesOfUser(isBaseUser: boolean, roles: readonly Role[] | undefined): readonly Role[] {
+  return isBaseUser ? roles ?? defaultRoles : noRoles;
+}
+
+export function capabilitiesOf(roles: readonly Role[]): number {
   let caps = 0;
   for (const role of roles) caps |= grants[role];
   return caps;
 }
 
-/** A caller's capabilities: its User's, narrowed by its API Key's roles when it called with one that has them. */
-export function callerCapabilities(userRoles: readonly Role[] | undefined, keyRoles: readonly Role[] | undefined): number {
+/** A caller's capabilities: its User's roles (rolesOfUser), narrowed by its API Key's roles when it called with one that has them. */
+export function callerCapabilities(userRoles: readonly Role[], keyRoles: readonly Role[] | undefined): number {
   const caps = capabilitiesOf(userRoles);
   return keyRoles === undefined ? caps : caps & capabilitiesOf(keyRoles);
 }
@@ -50,12 +57,12 @@ export function hasCapability(caps: number, capability: Capability): boolean {
   return (caps & bit[capability]) !== 0;
 }
 
-/** Whether roles grant nothing that `within` does not: an API Key's roles must be within its owner's. */
-export function rolesWithin(roles: readonly Role[], within: readonly Role[] | undefined): boolean {
+/** Whether roles grant nothing that `within` does not: an API Key's roles must be within its owner's (rolesOfUser). */
+export function rolesWithin(roles: readonly Role[], within: readonly Role[]): boolean {
   const caps = capabilitiesOf(roles);
   return (caps & capabilitiesOf(within)) === caps;
 }
 
-export function isAdminRoles(roles: readonly Role[] | undefined): boolean {
+export function isAdminRoles(roles: readonly Role[]): boolean {
   return hasCapability(capabilitiesOf(roles), 'admin');
 }

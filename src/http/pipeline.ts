@@ -3,12 +3,12 @@
 import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
 import { bodyJsonDepthMax, unavailableRetryAfterS } from '../config/limits.js';
-import type { User } from '../domain/entities.js';
 import { DomainError, errorCatalog, forbidden, type ErrorCode } from '../domain/errors.js';
-import { callerCapabilities, hasCapability, roleFor, type Role } from '../domain/roles.js';
+import { hasCapability, roleFor } from '../domain/roles.js';
 import type { AuditEntry } from '../service/audit.js';
 import { type BodyPiece, type BodyText, type HttpRequest, type Reply } from './adapter.js';
 import { bodyNestsTooDeep } from './json-depth.js';
+import { capabilitiesOfCaller, RequestContext } from './permission.js';
 import { auditsItself, notAudited, type Caller, type RouteDecl, type RouteDeps, type RouteResult } from './route.js';
 import { routeKey, Router } from './router.js';
 
@@ -142,18 +142,6 @@ function parseBody(req: HttpRequest): unknown {
 /** The kind of entity a path parameter names, as the audit line calls it. */
 const targetKinds: Readonly<Record<string, string>> = { appid: 'application', groupid: 'group', orgid: 'organization', userid: 'user', apikeyid: 'apikey' };
 
-/** A key's roles, if the caller used a key of its User that has any. A loop, not find(): no closure per request. */
-function keyRoles(user: User, keyId: string | undefined): readonly Role[] | undefined {
-  if (keyId === undefined) return undefined;
-  for (const key of user.apikeys) if (key.id === keyId) return key.roles;
-  return undefined;
-}
-
-/** What the caller may do now: its User's roles as they are, narrowed by its key's. */
-export function capabilitiesOfCaller(caller: Caller): number {
-  return callerCapabilities(caller.user.roles, keyRoles(caller.user, caller.keyId));
-}
-
 /** A route as served: its declaration, with what the pipeline derives from it once. */
 interface Served {
   readonly decl: RouteDecl;
@@ -237,10 +225,10 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
       const body = decl.body === undefined ? json : decl.body.parse(json, 'body');
       if (deps.strongRead !== undefined && decl.method === 'GET' && wantsStrongRead(req)) {
         return deps.strongRead()
-          .then(() => decl.handler({ params, query: req.query, body, caller, caps, req, deps: deps.routeDeps }))
+          .then(() => decl.handler(new RequestContext(decl, params, req.query, body, caller, caps, req, deps.routeDeps)))
           .then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err));
       }
-      const out = decl.handler({ params, query: req.query, body, caller, caps, req, deps: deps.routeDeps });
+      const out = decl.handler(new RequestContext(decl, params, req.query, body, caller, caps, req, deps.routeDeps));
       return out instanceof Promise
         ? out.then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err))
         : respond(req, route, params, caller, out);

@@ -9,6 +9,7 @@ import type { Schema } from '../domain/schema.js';
 import type { SnapshotWritten } from '../persist/snapshot.js';
 import type { Authenticator } from '../service/authenticator.js';
 import type { Commits } from '../service/committer.js';
+import type { DecideContext, Decision } from '../store/decide.js';
 import { isWellFormedId } from '../domain/ids.js';
 import type { State } from '../store/state.js';
 import type { TokenService } from '../tokens/token-service.js';
@@ -40,16 +41,35 @@ export interface Caller {
   readonly keyId?: string | undefined;
 }
 
+/** What handlers see of RouteDeps: all but the committer, since a route changes state only through RouteContext.commit. */
+export type HandlerDeps = Omit<RouteDeps, 'committer'>;
+
+/**
+ * A route's permission rule that reads state (is the target a base User, does the change add the base Application):
+ * called by the handler against the state before any await, to refuse early, and given to RouteContext.commit,
+ * which calls it again with the state the change is decided on and the caller's capabilities as they are then.
+ */
+export type StateGuard = (state: State, caller: { readonly caps: number }) => void;
+
 export interface RouteContext<B> {
   readonly params: Readonly<Record<string, string>>;
   readonly query: string;
   /** The body as the route's schema parsed it; undefined for a route without one. */
   readonly body: B;
   readonly caller: Caller | undefined;
-  /** The caller's capabilities (src/domain/roles.ts); 0 for a public route. */
+  /** The caller's capabilities (src/domain/roles.ts) at its check; 0 for a public route. */
   readonly caps: number;
   readonly req: HttpRequest;
-  readonly deps: RouteDeps;
+  readonly deps: HandlerDeps;
+  /**
+   * Makes a change on the caller's behalf (src/http/permission.ts). Inside the synchronous decide step, against the
+   * state the change is decided on (and again whenever a cluster node decides it again after a conflict), the
+   * caller's capabilities are derived anew, since its User may have been demoted, disabled, given a new password
+   * or removed from the base Application, or its API Key disabled, while the request awaited a hash or the commit
+   * queue; then the route's access is checked again, then `guard`, then `decide`. A Commits too, for a service
+   * that takes one (token rotation).
+   */
+  commit<T>(decide: (state: State, ctx: DecideContext) => Decision<T>, guard?: StateGuard): Promise<T>;
 }
 
 /**
@@ -111,8 +131,14 @@ export function route<B = undefined>(decl: RouteDecl<B>): RouteDecl {
 }
 
 /** Refuses a change that only an admin may make (a base-Application User, roles), whatever the route asks of callers. */
-export function requireAdmin(ctx: { readonly caps: number }, what: string): void {
-  if (!hasCapability(ctx.caps, 'admin')) throw forbidden('admin', what);
+export function requireAdmin(caller: { readonly caps: number }, what: string): void {
+  if (!hasCapability(caller.caps, 'admin')) throw forbidden('admin', what);
+}
+
+/** Runs a route's StateGuard against the state as it is now, to refuse before any await, and returns it for ctx.commit to run again. */
+export function guardNow(ctx: { readonly caps: number; readonly deps: { readonly state: State } }, guard: StateGuard): StateGuard {
+  guard(ctx.deps.state, ctx);
+  return guard;
 }
 
 /** A path id, checked before any lookup. */

@@ -9,7 +9,7 @@ import type {
 import { emailKey, normalizeEmail } from '../domain/email.js';
 import { currentKey, isPublished } from '../domain/signing-keys.js';
 import { DomainError, invalidField } from '../domain/errors.js';
-import { isAdminRoles, rolesWithin, type Role } from '../domain/roles.js';
+import { isAdminRoles, rolesOfUser, rolesWithin, type Role } from '../domain/roles.js';
 import type { State } from './state.js';
 
 /** Everything non-deterministic a decision needs, handed in so decisions stay testable and apply stays pure. */
@@ -57,7 +57,7 @@ export function mustApikey(state: State, userId: string, keyId: string): { user:
 
 /** An administrator: a User of the base Application with the admin role who may still sign in. */
 function isActiveAdmin(state: State, user: User | undefined): boolean {
-  return user !== undefined && user.status !== 'DISABLED' && state.isBaseUser(user) && isAdminRoles(user.roles);
+  return user !== undefined && user.status !== 'DISABLED' && state.isBaseUser(user) && isAdminRoles(rolesOfUser(true, user.roles));
 }
 
 /** Refuse the change that would leave nobody able to administer the service. */
@@ -72,6 +72,39 @@ function keepOneAdmin(state: State, before: User, after: User | undefined): void
 function withRoles<T extends { readonly roles?: readonly Role[] }>(entity: T, roles: readonly Role[] | undefined): T {
   return roles === undefined ? entity : { ...entity, roles: [...new Set(roles)] };
 }
+
+/** The entity without its roles (the field left out, not set to undefined, so records and snapshots carry none). */
+function withoutRoles<T extends { readonly roles?: readonly Role[] }>(entity: T): T {
+  if (entity.roles === undefined) return entity;
+  const { roles: _dropped, ...rest } = entity;
+  return rest as T;
+}
+
+/** Roles apply to Users of the base Application only (src/domain/roles.ts): any other User, and its API Keys, has none. */
+function refuseRolesOutsideBase(): DomainError {
+  return invalidField('roles', 'only a User of the base Application (and its API Keys) has roles; give them with the change that adds it there');
+}
+
+/**
+ * A User that joins the base Application starts clean, so that no credential someone other than an admin set
+ * (a manager may create an end user's API Keys and set its password) ever works for a caller of this API: its
+ * API Keys are DISABLED and get new nonces, so a secret seen before never works again even once an admin enables
+ * the key (the answer to that change carries the new secret), and they lose their roles; the User's own roles are
+ * only those the joining change gives. The password is the joining change's to set (updateUser refuses a join
+ * without one; authctl reset-admin-password sets one).
+ */
+function joinedBase(user: User, roles: readonly Role[] | undefined, ctx: DecideContext): User {
+  const apikeys = user.apikeys.map((k): ApiKey => ({ ...withoutRoles(k), status: 'DISABLED', nonce: ctx.newNonce(), modifiedAt: ctx.now }));
+  return withRoles({ ...withoutRoles(user), apikeys }, roles);
+}
+
+/** A User that leaves the base Application is an end user again: it and its API Keys keep no roles. */
+function leftBase(user: User, now: number): User {
+  const apikeys = user.apikeys.map((k) => (k.roles === undefined ? k : { ...withoutRoles(k), modifiedAt: now }));
+  return { ...withoutRoles(user), apikeys };
+}
+
+const joinNeedsPassword = 'A User joins the base Application only with a new password, given in the same request';
 
 interface Described {
   readonly name: string; readonly description: string; readonly customData: JsonObject | null;
@@ -304,6 +337,7 @@ export function createUser(
   const groups = [...new Set(input.groups ?? [])];
   checkMemberships(state, { applications, groups }, { applications, groups });
   checkGroupsInApplications(state, groups, applications);
+  if (input.roles !== undefined && !applications.some((a) => state.isBaseApplication(a))) throw refuseRolesOutsideBase();
   const customData = input.custom_data ?? null;
   const org = resolveOrganization(state, input, customData, ctx);
   const user: User = {
@@ -322,11 +356,18 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
   const groups = union(old.groups, input.groups);
   checkMemberships(state, { applications: input.applications ?? [], groups: input.groups ?? [] }, { applications, groups });
   checkGroupsInApplications(state, input.groups ?? [], applications);
+  const wasBase = state.isBaseUser(old);
+  const isBase = wasBase || applications.some((a) => state.isBaseApplication(a));
+  if (input.roles !== undefined && !isBase) throw refuseRolesOutsideBase();
+  if (isBase && !wasBase && input.passwordHash === undefined) {
+    throw new DomainError('base_join_needs_password', `${joinNeedsPassword}: PUT /users/user/{userid} with "applications" and "password".`);
+  }
   const organization = input.organization === undefined
     ? old.organization
     : resolveOrganization(state, { organization: input.organization }, null, ctx).id;
-  const user = withRoles<User>({
-    ...old,
+  const kept = isBase && !wasBase ? joinedBase(old, input.roles, ctx) : withRoles(old, input.roles);
+  const user: User = {
+    ...kept,
     email: input.email === undefined ? old.email : normalizeEmail(input.email),
     name: input.name ?? old.name,
     passwordHash: input.passwordHash ?? old.passwordHash,
@@ -335,7 +376,7 @@ export function updateUser(state: State, id: string, input: UserInput, ctx: Deci
     customData: input.custom_data === undefined ? old.customData : input.custom_data,
     organization, applications, groups,
     modifiedAt: ctx.now,
-  }, input.roles);
+  };
   keepOneAdmin(state, old, user);
   return { ops: [{ op: 'put', kind: 'user', value: user }], result: user };
 }
@@ -354,7 +395,7 @@ export function removeUserApplication(state: State, userId: string, applicationI
   // Leaving an Application leaves its Groups too. The record holds the whole User with both lists as
   // they now are, so replaying it (twice, or over a snapshot that already has it) gives the same User.
   const value: User = {
-    ...user,
+    ...(state.isBaseApplication(applicationId) ? leftBase(user, ctx.now) : user),
     applications: user.applications.filter((a) => a !== applicationId),
     groups: user.groups.filter((g) => state.group(g)?.application !== applicationId),
     modifiedAt: ctx.now,
@@ -378,6 +419,9 @@ export function addUserApplication(state: State, userId: string, applicationId: 
   const user = mustUser(state, userId);
   mustApplication(state, applicationId);
   if (user.applications.includes(applicationId)) return { ops: [], result: true };
+  if (state.isBaseApplication(applicationId)) {
+    throw new DomainError('base_join_needs_password', `${joinNeedsPassword}, which this route takes none of: use PUT /users/user/{userid} with "applications" and "password".`);
+  }
   return { ops: updateUser(state, userId, { applications: [applicationId] }, ctx).ops, result: true };
 }
 
@@ -402,9 +446,14 @@ export function rehashPassword(state: State, userId: string, oldHash: string, ne
 
 export interface ApikeyInput { name?: string; description?: string; status?: Status; roles?: Role[] }
 
-/** A key's roles may narrow its owner's, never widen them (they are intersected again at every use). */
-function checkKeyRoles(user: User, roles: readonly Role[] | undefined): void {
-  if (roles !== undefined && !rolesWithin(roles, user.roles)) throw invalidField('roles', 'must be within the roles of the API Key\'s User');
+/**
+ * A key's roles may narrow its owner's, never widen them (they are intersected again at every use); only a base
+ * User's key has any: an end user has no roles, so none are within them, and it is never an admin by default.
+ */
+function checkKeyRoles(state: State, user: User, roles: readonly Role[] | undefined): void {
+  if (roles === undefined) return;
+  if (!state.isBaseUser(user)) throw refuseRolesOutsideBase();
+  if (!rolesWithin(roles, rolesOfUser(true, user.roles))) throw invalidField('roles', 'must be within the roles of the API Key\'s User');
 }
 
 function withKey(user: User, key: ApiKey, now: number): User {
@@ -416,7 +465,7 @@ export function createApikey(state: State, userId: string, input: ApikeyInput, c
   if (user.apikeys.length >= apikeysPerUserMax) {
     throw new DomainError('limit_exceeded', `A User may have at most ${apikeysPerUserMax} API Keys.`);
   }
-  checkKeyRoles(user, input.roles);
+  checkKeyRoles(state, user, input.roles);
   let id = ctx.newApikeyId();
   while (state.userByApikey(id) !== undefined) id = ctx.newApikeyId();
   const key = withRoles<ApiKey>({
@@ -431,7 +480,7 @@ export function updateApikey(
   state: State, userId: string, keyId: string, input: ApikeyInput, ctx: DecideContext,
 ): Decision<{ user: User; key: ApiKey }> {
   const { user, key: old } = mustApikey(state, userId, keyId);
-  checkKeyRoles(user, input.roles);
+  checkKeyRoles(state, user, input.roles);
   const key = withRoles<ApiKey>({
     ...old,
     name: input.name ?? old.name,
@@ -530,7 +579,8 @@ export function deleteOrganization(state: State, id: string): Decision<true> {
 /**
  * A new password for an administrator who can no longer sign in: the User with this email, or the
  * oldest User of the base Application. It is also ENABLED and put back in the base Application if it
- * had left them, since a password alone would not let it in again.
+ * had left them, since a password alone would not let it in again; put back, it starts clean as any User
+ * that joins the base Application does (joinedBase): its API Keys DISABLED, with new nonces and no roles.
  */
 export function resetAdminPassword(
   state: State, email: string | undefined, passwordHash: string, ctx: DecideContext,
@@ -543,19 +593,23 @@ export function resetAdminPassword(
   }
   const changes = ['password'];
   let applications = user.applications;
+  let joined = user;
   if (!applications.includes(base)) {
     if (applications.length >= applicationsPerUserMax) {
       throw new DomainError('limit_exceeded', `applications: the User already belongs to ${applicationsPerUserMax} Applications.`);
     }
     applications = [...applications, base];
+    joined = joinedBase(user, undefined, ctx);
     changes.push('added to the base Application');
+    const keys = user.apikeys.length;
+    if (keys > 0) changes.push(`${keys} API Key${keys === 1 ? '' : 's'} DISABLED, with new secrets`);
   }
   let status = user.status;
   if (status === 'DISABLED') {
     status = 'ENABLED';
     changes.push('status DISABLED -> ENABLED');
   }
-  const value: User = { ...user, passwordHash, passwordChangedAt: ctx.now, status, applications, modifiedAt: ctx.now };
+  const value: User = { ...joined, passwordHash, passwordChangedAt: ctx.now, status, applications, modifiedAt: ctx.now };
   return { ops: [{ op: 'put', kind: 'user', value }], result: { user: value, changes } };
 }
 

@@ -3,8 +3,8 @@
 import * as decide from '../../store/decide.js';
 import { apikeyCreate, apikeyUpdate } from '../bodies.js';
 import { deleted, one, ref } from '../openapi.js';
-import { deletedTrue, keyed, pathId, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
-import { guardUserChange } from './users.js';
+import { deletedTrue, guardNow, keyed, pathId, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
+import { userGuard } from './users.js';
 
 type ApikeyBody = ReturnType<typeof apikeyUpdate.parse>;
 
@@ -12,24 +12,26 @@ const tag = 'API Keys';
 const pattern = '/users/user/:userid/apikey/:apikeyid';
 
 async function update(ctx: RouteContext<ApikeyBody>): Promise<RouteResult> {
-  const { state, committer, renderer, secrets } = ctx.deps;
+  const { state, renderer, secrets } = ctx.deps;
   const userId = pathId(ctx.params, 'userid');
   const keyId = pathId(ctx.params, 'apikeyid');
-  guardUserChange(ctx, decide.mustApikey(state, userId, keyId).user);
-  const { key } = await committer.commit((s, dc) => decide.updateApikey(s, userId, keyId, ctx.body, dc));
+  decide.mustApikey(state, userId, keyId);
+  const guard = guardNow(ctx, userGuard(userId));
+  const { key } = await ctx.commit((s, dc) => decide.updateApikey(s, userId, keyId, ctx.body, dc), guard);
   return { result: keyed('apikey', renderer.apikey(userId, key, secrets.secretFor(key.id, key.nonce))) };
 }
 
 export const apikeyRoutes: readonly RouteDecl[] = [
   route({
     method: 'POST', pattern: '/users/user/:userid/apikey', operationId: 'createApikey', tag, summary: 'Create an API Key (answer carries its secret)',
-    description: '`roles` narrows what a caller using the key may do: the owner\'s roles intersected with the key\'s.',
+    description: '`roles` narrows what a caller using the key may do: the owner\'s roles intersected with the key\'s. Only a key of a User of the base Application has roles.',
     access: 'manage', audit: 'apikey.create', body: apikeyCreate, result: one('apikey', ref('ApiKeyWithSecret')),
     handler: async (ctx) => {
-      const { state, committer, renderer, secrets } = ctx.deps;
+      const { state, renderer, secrets } = ctx.deps;
       const userId = pathId(ctx.params, 'userid');
-      guardUserChange(ctx, decide.mustUser(state, userId));
-      const { key } = await committer.commit((s, dc) => decide.createApikey(s, userId, ctx.body, dc));
+      decide.mustUser(state, userId);
+      const guard = guardNow(ctx, userGuard(userId));
+      const { key } = await ctx.commit((s, dc) => decide.createApikey(s, userId, ctx.body, dc), guard);
       return { result: keyed('apikey', renderer.apikey(userId, key, secrets.secretFor(key.id, key.nonce))), targets: { apikey: key.id } };
     },
   }),
@@ -57,8 +59,8 @@ export const apikeyRoutes: readonly RouteDecl[] = [
     handler: async (ctx) => {
       const userId = pathId(ctx.params, 'userid');
       const keyId = pathId(ctx.params, 'apikeyid');
-      guardUserChange(ctx, ctx.deps.state.user(userId));
-      await ctx.deps.committer.commit((s, dc) => decide.deleteApikey(s, userId, keyId, dc));
+      const guard = guardNow(ctx, userGuard(userId));
+      await ctx.commit((s, dc) => decide.deleteApikey(s, userId, keyId, dc), guard);
       return { result: deletedTrue };
     },
   }),

@@ -6,14 +6,16 @@ import { newJwtSecret } from '../../tokens/token-service.js';
 import { applicationCreate, applicationUpdate } from '../bodies.js';
 import { listOf, one, ref } from '../openapi.js';
 import { listing, pageRequest, pageResult, rendering } from '../paging.js';
-import { keyed, pathId, requireAdmin, route, type RouteContext, type RouteDecl } from '../route.js';
+import { guardNow, keyed, pathId, requireAdmin, route, type RouteDecl, type StateGuard } from '../route.js';
 import { collectionRoutes } from './collections.js';
 
 /** An Application's create or update input; `jwt_secret` is the plaintext of `secret`, kept for the answer only. */
 type ApplicationBody = decide.ApplicationInput & { jwt_secret?: string };
 
-function guardBase(ctx: RouteContext<unknown>, id: string | undefined): void {
-  if (ctx.deps.state.isBaseApplication(id)) requireAdmin(ctx, 'Changing the base Application');
+function guardBase(id: string | undefined): StateGuard {
+  return (state, caller) => {
+    if (state.isBaseApplication(id)) requireAdmin(caller, 'Changing the base Application');
+  };
 }
 
 export const applicationRoutes: readonly RouteDecl[] = [
@@ -24,7 +26,7 @@ export const applicationRoutes: readonly RouteDecl[] = [
     all: (s) => s.allApplications(), page: (s, after, limit, offset) => s.pageApplications(after, limit, offset), must: decide.mustApplication,
     render: (r, a) => r.application(a), create: decide.createApplication, update: decide.updateApplication, remove: decide.deleteApplication,
     users: (s, id) => s.usersOfApplication(id), usersPage: (s, id, after, limit, offset) => s.pageUsersOfApplication(id, after, limit, offset),
-    guard: (ctx, { id }) => guardBase(ctx, id),
+    guard: (state, caller, { id }) => guardBase(id)(state, caller),
     // Sealed before deciding: the secret the caller gave, else a new one, used only if HS256 ends up on without one.
     prepare: (ctx, input) => {
       const plain = input.jwt_secret ?? newJwtSecret();
@@ -53,10 +55,10 @@ export const applicationRoutes: readonly RouteDecl[] = [
     handler: async (ctx) => {
       const id = pathId(ctx.params, 'appid');
       decide.mustApplication(ctx.deps.state, id);
-      guardBase(ctx, id);
+      const guard = guardNow(ctx, guardBase(id));
       const plain = newJwtSecret();
       const sealed = ctx.deps.tokens.sealSecret(plain);
-      const app = await ctx.deps.committer.commit((s, dc) => decide.rotateJwtSecret(s, id, sealed, dc));
+      const app = await ctx.commit((s, dc) => decide.rotateJwtSecret(s, id, sealed, dc), guard);
       return { result: keyed('application', ctx.deps.renderer.applicationWithSecret(app, plain)) };
     },
   }),

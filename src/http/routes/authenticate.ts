@@ -6,12 +6,12 @@ import type { Answer, CredentialType } from '../../service/authenticator.js';
 import type { Issued } from '../../tokens/token-service.js';
 import { authenticate } from '../bodies.js';
 import { obj, ref } from '../openapi.js';
-import { auditsItself, route, type RouteDecl, type RouteDeps, type RouteResult } from '../route.js';
+import { auditsItself, route, type HandlerDeps, type RouteDecl, type RouteResult } from '../route.js';
 
 const notAuthenticated = '{"authenticated":false}';
 
 /** `apikeyId`: the API Key the success was by (its token says so); undefined for a password. */
-function succeeded(deps: RouteDeps, user: User, app: Application | undefined, type: CredentialType, apikeyId: string | undefined): RouteResult | Promise<RouteResult> {
+function succeeded(deps: HandlerDeps, user: User, app: Application | undefined, type: CredentialType, apikeyId: string | undefined): RouteResult | Promise<RouteResult> {
   deps.metrics.authenticated(type, true);
   const rendered = deps.renderer.userAuthenticatedKept(user);
   const issued = app === undefined ? undefined : deps.tokens.issue(user, app, apikeyId);

@@ -8,7 +8,7 @@ import type { State } from '../../store/state.js';
 import { deleted, listOf, one, ref } from '../openapi.js';
 import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import type { Renderer } from '../render.js';
-import { deletedTrue, keyed, pathId, route, type RouteContext, type RouteDecl } from '../route.js';
+import { deletedTrue, guardNow, keyed, pathId, route, type RouteContext, type RouteDecl, type StateGuard } from '../route.js';
 
 /** What differs between the three kinds. */
 export interface Collection<E extends PagePosition, C, U> {
@@ -35,8 +35,11 @@ export interface Collection<E extends PagePosition, C, U> {
   remove(state: State, id: string): Decision<true>;
   users(state: State, id: string): User[];
   usersPage(state: State, id: string, after: PagePosition | undefined, limit: number, offset: number): Page<User>;
-  /** Refuses a change that needs more than `manage` (the base Application and its Groups need admin). */
-  guard?(ctx: RouteContext<unknown>, change: { readonly id?: string; readonly input?: C }): void;
+  /**
+   * Refuses a change that needs more than `manage` (the base Application and its Groups need admin): run against the
+   * state before the change is committed, and again where it is decided (RouteContext.commit).
+   */
+  guard?(state: State, caller: { readonly caps: number }, change: { readonly id?: string; readonly input?: C }): void;
   /** Readies a create's or update's input before it is decided (Applications seal their HS256 secret). */
   prepare?<I extends C | U>(ctx: RouteContext<unknown>, input: I): I;
   /** The answer to a create or update, when it is more than render() (an HS256 secret the change set). */
@@ -47,6 +50,11 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
   const tag = `${c.title}s`;
   const schema = ref(c.title);
   const render = (ctx: RouteContext<unknown>) => (e: E): string => c.render(ctx.deps.renderer, e);
+  /** The collection's guard for this change, run now (guardNow) and returned for ctx.commit. */
+  const guarded = (ctx: RouteContext<unknown>, change: { readonly id?: string; readonly input?: C }): StateGuard | undefined => {
+    const { guard } = c;
+    return guard === undefined ? undefined : guardNow(ctx, (state, caller) => guard(state, caller, change));
+  };
   return [
     route({
       method: 'GET', pattern: `/${c.plural}`, operationId: `list${tag}`, tag, summary: `List ${tag}`, paged: true,
@@ -61,9 +69,9 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
       method: 'POST', pattern: c.base, operationId: `create${c.title}`, tag, summary: c.summaries.create,
       access: 'manage', audit: `${c.kind}.create`, body: c.createBody, result: one(c.kind, schema),
       handler: async (ctx) => {
-        c.guard?.(ctx, { input: ctx.body });
+        const guard = guarded(ctx, { input: ctx.body });
         const input = c.prepare?.(ctx, ctx.body) ?? ctx.body;
-        const entity = await ctx.deps.committer.commit((s, dc) => c.create(s, input, dc));
+        const entity = await ctx.commit((s, dc) => c.create(s, input, dc), guard);
         const answer = c.answer?.(ctx, input, undefined, entity) ?? c.render(ctx.deps.renderer, entity);
         return { result: keyed(c.kind, answer), targets: { [c.kind]: entity.id } };
       },
@@ -79,13 +87,13 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
       handler: async (ctx) => {
         const id = pathId(ctx.params, c.param);
         c.must(ctx.deps.state, id);
-        c.guard?.(ctx, { id });
+        const guard = guarded(ctx, { id });
         const input = c.prepare?.(ctx, ctx.body) ?? ctx.body;
         let before: E | undefined;
-        const entity = await ctx.deps.committer.commit((s, dc) => {
+        const entity = await ctx.commit((s, dc) => {
           before = c.must(s, id);
           return c.update(s, id, input, dc);
-        });
+        }, guard);
         return { result: keyed(c.kind, c.answer?.(ctx, input, before, entity) ?? c.render(ctx.deps.renderer, entity)) };
       },
     }),
@@ -94,8 +102,8 @@ export function collectionRoutes<E extends PagePosition & { readonly id: string 
       access: 'manage', audit: `${c.kind}.delete`, result: deleted,
       handler: async (ctx) => {
         const id = pathId(ctx.params, c.param);
-        c.guard?.(ctx, { id });
-        await ctx.deps.committer.commit((s) => c.remove(s, id));
+        const guard = guarded(ctx, { id });
+        await ctx.commit((s) => c.remove(s, id), guard);
         return { result: deletedTrue };
       },
     }),

@@ -17,8 +17,8 @@ export const groupRoutes: readonly RouteDecl[] = collectionRoutes<Group, GroupCr
   create: (s, input, ctx) => decide.createGroup(s, { ...input, name: input.name!, application: input.application! }, ctx),
   update: decide.updateGroup, remove: decide.deleteGroup,
   users: (s, id) => s.usersOfGroup(id), usersPage: (s, id, after, limit, offset) => s.pageUsersOfGroup(id, after, limit, offset),
-  guard: (ctx, { id, input }) => {
-    const application = input?.application ?? (id === undefined ? undefined : ctx.deps.state.group(id)?.application);
-    if (ctx.deps.state.isBaseApplication(application)) requireAdmin(ctx, 'Changing a Group of the base Application');
+  guard: (state, caller, { id, input }) => {
+    const application = input?.application ?? (id === undefined ? undefined : state.group(id)?.application);
+    if (state.isBaseApplication(application)) requireAdmin(caller, 'Changing a Group of the base Application');
   },
 });

@@ -63,8 +63,9 @@ export const tokenRoutes: readonly RouteDecl[] = [
     summary: 'Make new current signing keys (EdDSA and ES256)',
     description: 'New tokens are signed with the new keys; the old ones stay published until every token they signed has expired.',
     access: 'admin', audit: 'token.rotate_keys', result: listOf('signing_keys', ref('SigningKey')),
-    handler: async ({ deps }) => {
-      const { keys } = await deps.tokens.rotate(deps.committer, 'all');
+    handler: async (ctx) => {
+      // The context is the Commits: the caller must still be an admin where the new keys are decided.
+      const { keys } = await ctx.deps.tokens.rotate(ctx, 'all');
       return { result: JSON.stringify({ signing_keys: keys.map(signingKeyJson) }) };
     },
   }),

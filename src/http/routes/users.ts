@@ -16,7 +16,7 @@ import { deleted, listOf, obj, one, ref } from '../openapi.js';
 import { listing, minimalRequested, pageRequest, pageResult, rendering } from '../paging.js';
 import { streamPause } from '../pipeline.js';
 import type { Renderer } from '../render.js';
-import { deletedTrue, keyed, pathId, requireAdmin, route, type RouteContext, type RouteDecl, type RouteResult } from '../route.js';
+import { deletedTrue, guardNow, keyed, pathId, requireAdmin, route, type RouteDecl, type RouteResult, type StateGuard } from '../route.js';
 
 function searchTerm(raw: string): string {
   let term: string;
@@ -64,12 +64,18 @@ function* streamedMatches(state: State, found: readonly string[], cursor: Search
   }
 }
 
-/** A manager changes end users; a User of the base Application (a caller of this API) and any roles are an admin's to change. */
-export function guardUserChange(ctx: RouteContext<unknown>, user: User | undefined, input?: { applications?: string[]; roles?: unknown }): void {
-  const { state } = ctx.deps;
-  if (input?.roles !== undefined) requireAdmin(ctx, 'Setting roles');
-  if (user !== undefined && state.isBaseUser(user)) requireAdmin(ctx, 'Changing a User of the base Application');
-  if (input?.applications?.some((id) => state.isBaseApplication(id)) === true) requireAdmin(ctx, 'Adding a User to the base Application');
+/**
+ * A manager changes end users; a User of the base Application (a caller of this API), adding one to it, and any
+ * roles are an admin's. State-dependent: a handler runs it before its await and hands it to ctx.commit, which runs
+ * it again where the change is decided (a User may have joined the base Application meanwhile).
+ */
+export function userGuard(userId: string | undefined, input?: { readonly applications?: readonly string[]; readonly roles?: unknown }): StateGuard {
+  return (state, caller) => {
+    if (input?.roles !== undefined) requireAdmin(caller, 'Setting roles');
+    const user = userId === undefined ? undefined : state.user(userId);
+    if (user !== undefined && state.isBaseUser(user)) requireAdmin(caller, 'Changing a User of the base Application');
+    if (input?.applications?.some((id) => state.isBaseApplication(id)) === true) requireAdmin(caller, 'Adding a User to the base Application');
+  };
 }
 
 const tag = 'Users';
@@ -115,8 +121,8 @@ export const userRoutes: readonly RouteDecl[] = [
     method: 'POST', pattern: '/users/user', operationId: 'createUser', tag, summary: 'Create a User (give password or password_hash)',
     access: 'manage', audit: 'user.create', body: userCreate, result: one('user', ref('User')),
     handler: async (ctx) => {
-      const { body: input, deps: { state, pool, committer, renderer } } = ctx;
-      guardUserChange(ctx, undefined, input);
+      const { body: input, deps: { state, pool, renderer } } = ctx;
+      const guard = guardNow(ctx, userGuard(undefined, input));
       const email = input.email!;
       if (input.password !== undefined && input.password_hash !== undefined) {
         throw invalidField('password_hash', 'give either password or password_hash, not both');
@@ -131,7 +137,7 @@ export const userRoutes: readonly RouteDecl[] = [
       // Refuse a taken email before spending a hash on it; decide() checks again at commit time.
       if (state.userByEmail(email) !== undefined) throw new DomainError('duplicate_email', 'email: a User with this email already exists.');
       const passwordHash = input.password_hash ?? (await pool.hashPassword(input.password!));
-      const user = await committer.commit((s, dc) => decide.createUser(s, { ...input, email, passwordHash }, dc));
+      const user = await ctx.commit((s, dc) => decide.createUser(s, { ...input, email, passwordHash }, dc), guard);
       return { result: keyed('user', renderer.userFull(user)), targets: { user: user.id } };
     },
   }),
@@ -142,14 +148,16 @@ export const userRoutes: readonly RouteDecl[] = [
   }),
   route({
     method: 'PUT', pattern: '/users/user/:userid', operationId: 'updateUser', tag, summary: 'Update a User',
-    description: '`applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only) replaces its roles.',
+    description: '`applications` and `groups` add memberships; `organization` moves the User; `roles` (admin only, base Users only) replaces its roles. ' +
+      'Joining the base Application (admin only) needs `password` in the same request, and disables the User\'s API Keys with new secrets and no roles.',
     access: 'manage', audit: 'user.update', body: userUpdate, result: one('user', ref('User')),
     handler: async (ctx) => {
-      const { body: input, deps: { state, pool, committer, renderer } } = ctx;
+      const { body: input, deps: { state, pool, renderer } } = ctx;
       const id = pathId(ctx.params, 'userid');
-      guardUserChange(ctx, decide.mustUser(state, id), input);
+      decide.mustUser(state, id);
+      const guard = guardNow(ctx, userGuard(id, input));
       const passwordHash = input.password === undefined ? undefined : await pool.hashPassword(input.password);
-      const user = await committer.commit((s, dc) => decide.updateUser(s, id, { ...input, passwordHash }, dc));
+      const user = await ctx.commit((s, dc) => decide.updateUser(s, id, { ...input, passwordHash }, dc), guard);
       return { result: keyed('user', renderer.userFull(user)) };
     },
   }),
@@ -158,8 +166,8 @@ export const userRoutes: readonly RouteDecl[] = [
     access: 'manage', audit: 'user.delete', result: deleted,
     handler: async (ctx) => {
       const id = pathId(ctx.params, 'userid');
-      guardUserChange(ctx, ctx.deps.state.user(id));
-      await ctx.deps.committer.commit((s) => decide.deleteUser(s, id));
+      const guard = guardNow(ctx, userGuard(id));
+      await ctx.commit((s) => decide.deleteUser(s, id), guard);
       return { result: deletedTrue };
     },
   }),
@@ -169,8 +177,8 @@ export const userRoutes: readonly RouteDecl[] = [
     handler: async (ctx) => {
       const userId = pathId(ctx.params, 'userid');
       const appId = pathId(ctx.params, 'appid');
-      guardUserChange(ctx, ctx.deps.state.user(userId));
-      await ctx.deps.committer.commit((s, dc) => decide.removeUserApplication(s, userId, appId, dc));
+      const guard = guardNow(ctx, userGuard(userId));
+      await ctx.commit((s, dc) => decide.removeUserApplication(s, userId, appId, dc), guard);
       return { result: deletedTrue };
     },
   }),
@@ -180,20 +188,21 @@ export const userRoutes: readonly RouteDecl[] = [
     handler: async (ctx) => {
       const userId = pathId(ctx.params, 'userid');
       const groupId = pathId(ctx.params, 'groupid');
-      guardUserChange(ctx, ctx.deps.state.user(userId));
-      await ctx.deps.committer.commit((s, dc) => decide.removeUserGroup(s, userId, groupId, dc));
+      const guard = guardNow(ctx, userGuard(userId));
+      await ctx.commit((s, dc) => decide.removeUserGroup(s, userId, groupId, dc), guard);
       return { result: deletedTrue };
     },
   }),
   route({
     method: 'POST', pattern: '/users/user/:userid/application/:appid', operationId: 'addUserApplication', tag,
-    summary: 'The User joins an Application (one it is in already: nothing changes)', description: compatibility,
+    summary: 'The User joins an Application (one it is in already: nothing changes)',
+    description: `${compatibility} Not for joining the base Application, which needs a new password: that is \`PUT /users/user/{userid}\` with \`applications\` and \`password\`.`,
     access: 'manage', audit: 'user.join_application', result: applicationAdded,
     handler: async (ctx) => {
       const userId = pathId(ctx.params, 'userid');
       const appId = pathId(ctx.params, 'appid');
-      guardUserChange(ctx, ctx.deps.state.user(userId), { applications: [appId] });
-      await ctx.deps.committer.commit((s, dc) => decide.addUserApplication(s, userId, appId, dc));
+      const guard = guardNow(ctx, userGuard(userId, { applications: [appId] }));
+      await ctx.commit((s, dc) => decide.addUserApplication(s, userId, appId, dc), guard);
       return { result: '{"application":true}' };
     },
   }),
@@ -204,8 +213,8 @@ export const userRoutes: readonly RouteDecl[] = [
     handler: async (ctx) => {
       const userId = pathId(ctx.params, 'userid');
       const groupId = pathId(ctx.params, 'groupid');
-      guardUserChange(ctx, ctx.deps.state.user(userId));
-      await ctx.deps.committer.commit((s, dc) => decide.addUserGroup(s, userId, groupId, dc));
+      const guard = guardNow(ctx, userGuard(userId));
+      await ctx.commit((s, dc) => decide.addUserGroup(s, userId, groupId, dc), guard);
       return { result: '{"group":true}' };
     },
   }),
