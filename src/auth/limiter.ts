@@ -208,17 +208,19 @@ export class BruteForceLimiter {
   /** The attempt admitted last, not yet settled nor counted in flight (see the top of this file). */
   private uncounted: Ticket | undefined;
   /** Until when each pair that succeeded is exempt from its account's lockout and its address's slowing. */
-  private readonly trustedPairs = new TrustedPairs(bruteForceTrustedPairSlots);
+  private readonly trustedPairs: TrustedPairs;
   /** Counters pushed out of the table at a lockout or slowing step, by key (see insert()); oldest first out. */
   private readonly escalations = new RecencyMap<Counter>();
 
   /** Told of each failure of an attempt of this limiter's own, never of those counted by failedElsewhere(): see FailureListener. */
   onFailure: FailureListener | undefined = undefined;
 
-  constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now) {
+  /** trustedPairSlots: the trusted pairs table's size (tests make it small to fill it). */
+  constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now, trustedPairSlots = bruteForceTrustedPairSlots) {
     for (const [name, value] of Object.entries(settings)) {
       if (!Number.isFinite(value) || value < 0) throw new RangeError(`limiter ${name} must be a number >= 0`);
     }
+    this.trustedPairs = new TrustedPairs(trustedPairSlots);
   }
 
   /** Counters held now (for tests and metrics). */
