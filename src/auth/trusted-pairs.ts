@@ -8,18 +8,18 @@
 //
 // Who may push whom out. A slot also holds 32-bit keyed tags of its pair's account and of its caller (the scope of
 // its address: the User id of the client application that named it in POST /authenticate; none for the admin API's
-// Basic callers, keyed by the TCP peer), and two flags. In each bucket an account holds at most
+// Basic callers, keyed by the TCP peer), and two flags. In each bucket an account holds as of right at most
 // bruteForceTrustedPairAccountWaysMax slots and a caller at most bruteForceTrustedPairCallerWaysMax; a pair that comes
-// when its account or caller already holds its quota there still takes a free slot, but as a guest. When a new pair
-// finds its bucket full:
+// when its account or caller already holds its quota there still takes a free slot, but as a guest (flagged). When a
+// new pair finds its bucket full:
 //   - if its account or its caller holds its quota there, it replaces the slot of that account (or caller) whose trust
 //     ends first: one account, or one caller, at its quota only replaces its own;
 //   - else it takes the place of a guest, else of the slot whose trust ends first;
 //   - a pair of a caller never takes the place of a Basic caller's pair that is not a guest (the admin API's trust
 //     cannot be pushed out by POST /authenticate traffic).
-// So one caller with one valid account, succeeding from as many ip_address values as it likes, takes from each bucket
-// at most its account's quota of slots that were not free, and every slot it holds past that gives way first to
-// anyone else's. Each decision reads one bucket: O(trustedPairWays).
+// So one caller with one valid account, succeeding from as many ip_address values as it likes, takes from others at
+// most its account's quota of each bucket, and every slot it holds past that gives way first to anyone else's. Each
+// decision reads one bucket: O(trustedPairWays).
 
 import { randomBytes } from 'node:crypto';
 import { bruteForceTrustedPairAccountWaysMax, bruteForceTrustedPairCallerWaysMax } from '../config/limits.js';
