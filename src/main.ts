@@ -263,7 +263,7 @@ async function main(): Promise<void> {
   const sharedFailures = store.shareFailures?.(limiter);
   // Pairs that succeeded before a restart stay trusted through it (src/auth/trusted-pairs-file.ts).
   limiter.useTrustKey(secrets.subkey('authd-trusted-pairs-v2'));
-  const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, limiter });
+  const trustedPairs = new TrustedPairsFile({ dataDir: config.dataDir, limiter, logger });
   trustedPairs.load();
   trustedPairs.start(trustedPairsSaveIntervalMs);
   const authenticator = new Authenticator(state, pool, cache, secrets, committer, config.argon2, logger, { limiter, audit });

@@ -184,14 +184,14 @@ describe('queue bound', () => {
 });
 
 // Issue 23, part 3 ("Argon2 exhaustion"): a flood of bad logins made a legitimate one wait 15.5 s behind it.
-describe('known-good verifications first, and a bounded share per address', () => {
+describe('known-good verifications first, and a bounded share per address and per caller', () => {
   test('a known-good verification is dispatched before every other waiting one', async () => {
     const pool = makePool({ workers: 1, queueMax: 64, argon2: slow });
     await pool.ready();
     const phc = await pool.hashPassword('right-password');
     const order: string[] = [];
-    const flood = Array.from({ length: 10 }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:198.51.100.${i}` }).then(() => order.push(`flood-${i}`)));
-    const good = pool.verifyPassword('right-password', phc, { knownGood: true, address: 'i:203.0.113.5' }).then((ok) => order.push(`good-${ok}`));
+    const flood = Array.from({ length: 10 }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:198.51.100.${i}`, caller: `caller-${i}` }).then(() => order.push(`flood-${i}`)));
+    const good = pool.verifyPassword('right-password', phc, { knownGood: true, address: 'i:203.0.113.5', caller: '' }).then((ok) => order.push(`good-${ok}`));
     await Promise.all([...flood, good]);
     // The first guess was already running when the known-good one came; it goes next.
     assert.deepEqual(order.slice(0, 2), ['flood-0', 'good-true'], order.join(' '));
@@ -201,12 +201,27 @@ describe('known-good verifications first, and a bounded share per address', () =
     const pool = makePool({ workers: 1, queueMax: 8, argon2: slow });
     await pool.ready();
     const share = 8 * 0.25;
-    const mine = Array.from({ length: share }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: 'i:198.51.100.1' }));
-    assert.equal(pool.refuses({ knownGood: false, address: 'i:198.51.100.1' }), true);
-    await assert.rejects(pool.verifyDummy('one-more', { knownGood: false, address: 'i:198.51.100.1' }), OverloadedError);
-    const other = pool.verifyDummy('elsewhere', { knownGood: false, address: 'i:198.51.100.2' });
+    const mine = Array.from({ length: share }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: 'i:198.51.100.1', caller: '' }));
+    assert.equal(pool.refuses({ knownGood: false, address: 'i:198.51.100.1', caller: '' }), true);
+    await assert.rejects(pool.verifyDummy('one-more', { knownGood: false, address: 'i:198.51.100.1', caller: '' }), OverloadedError);
+    const other = pool.verifyDummy('elsewhere', { knownGood: false, address: 'i:198.51.100.2', caller: '' });
     await Promise.all([...mine, other]);
-    assert.equal(pool.refuses({ knownGood: false, address: 'i:198.51.100.1' }), false, 'the share comes back as its jobs end');
+    assert.equal(pool.refuses({ knownGood: false, address: 'i:198.51.100.1', caller: '' }), false, 'the share comes back as its jobs end');
+  });
+
+  // Issue 42, finding 2: a caller rotating ip_address escaped the per-address share.
+  test('issue 42: one caller holds at most its share of the queue whatever addresses it names; another caller and a Basic caller still get in', async () => {
+    const pool = makePool({ workers: 1, queueMax: 8, argon2: slow });
+    await pool.ready();
+    const share = 8 * 0.5;
+    const rotating = Array.from({ length: share }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:Flooder1\u0000198.51.100.${i}`, caller: 'Flooder1' }));
+    const next = { knownGood: false, address: 'i:Flooder1\u0000198.51.100.99', caller: 'Flooder1' };
+    assert.equal(pool.refuses(next), true, 'a new address of the same caller');
+    await assert.rejects(pool.verifyDummy('one-more', next), OverloadedError);
+    const other = pool.verifyDummy('other', { knownGood: false, address: 'i:Other2\u0000198.51.100.99', caller: 'Other2' });
+    const basic = pool.verifyDummy('basic', { knownGood: false, address: 'i:203.0.113.9', caller: '' });
+    await Promise.all([...rotating, other, basic]);
+    assert.equal(pool.refuses(next), false, 'the share comes back as its jobs end');
   });
 
   test('a known-good verification that finds the queue full takes the place of the newest other one', async () => {
@@ -214,11 +229,11 @@ describe('known-good verifications first, and a bounded share per address', () =
     await pool.ready();
     const phc = await pool.hashPassword('right-password');
     const settled: string[] = [];
-    const others = Array.from({ length: 4 }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:198.51.100.${i}` })
+    const others = Array.from({ length: 4 }, (_, i) => pool.verifyDummy(`guess-${i}`, { knownGood: false, address: `i:198.51.100.${i}`, caller: `caller-${i}` })
       .then(() => settled.push(`other-${i}`), (err: unknown) => settled.push(err instanceof OverloadedError ? `shed-${i}` : 'error')));
     assert.equal(pool.full, true);
-    assert.equal(pool.refuses({ knownGood: true, address: 'i:203.0.113.5' }), false);
-    const good = pool.verifyPassword('right-password', phc, { knownGood: true, address: 'i:203.0.113.5' }).then((ok) => settled.push(`good-${ok}`));
+    assert.equal(pool.refuses({ knownGood: true, address: 'i:203.0.113.5', caller: '' }), false);
+    const good = pool.verifyPassword('right-password', phc, { knownGood: true, address: 'i:203.0.113.5', caller: '' }).then((ok) => settled.push(`good-${ok}`));
     await Promise.all([...others, good]);
     assert.deepEqual(settled, ['shed-3', 'other-0', 'good-true', 'other-1', 'other-2'], settled.join(' '));
   });

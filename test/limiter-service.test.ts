@@ -124,17 +124,22 @@ test('load shedding: past the hash queue a flood is answered 503 with Retry-Afte
   try {
     const id = resultOf<{ application: { id: string } }>(await fresh.post('/applications/application', { name: 'busy app' })).application.id;
     resultOf(await fresh.post('/users/user', { email: 'regular@example.com', password: 'regular-password', applications: [id] }));
-    const auth = (username: string, password: string, ip: string): Promise<AppResponse> => fresh.post('/authenticate', { type: 'username', application: id, credential: { username, password }, ip_address: ip });
+    const auth = (username: string, password: string, ip: string, caller?: { username: string; password: string }): Promise<AppResponse> =>
+      fresh.post('/authenticate', { type: 'username', application: id, credential: { username, password }, ip_address: ip }, caller === undefined ? undefined : { auth: caller });
     assert.equal(resultOf<{ authenticated: boolean }>(await auth('regular@example.com', 'regular-password', '203.0.113.5')).authenticated, true, 'now cached');
     const base = fresh.state.meta!.baseApplication;
     resultOf(await fresh.post('/users/user', { email: 'second-admin@example.com', password: 'second-admin-password', applications: [base] }));
-    const flood = Array.from({ length: 100 }, (_, i) => auth(`nobody-${i}@example.com`, `wrong-${i}`, `198.51.100.${i}`));
+    // Two callers flood: one caller may hold only its share of the queue (hashQueueCallerShareMax), two fill it.
+    const second = { username: 'second-caller@example.com', password: 'second-caller-password' };
+    resultOf(await fresh.post('/users/user', { email: second.username, password: second.password, applications: [base], roles: ['authenticator'] }));
+    assert.equal(resultOf<{ authenticated: boolean }>(await auth('regular@example.com', 'regular-password', '203.0.113.5', second)).authenticated, true, 'its caller\'s credentials cached too');
+    const flood = Array.from({ length: 100 }, (_, i) => auth(`nobody-${i}@example.com`, `wrong-${i}`, `198.51.100.${i}`, i % 2 === 0 ? undefined : second));
     // Asked while the queue is full: answered from the cache, without waiting behind the flood.
     const regular = await auth('regular@example.com', 'regular-password', '203.0.113.5');
     // An admin whose password is not cached needs a hash too: refused the same way, before anything is evaluated.
     const admin = await fresh.get('/users', { auth: { username: 'second-admin@example.com', password: 'second-admin-password' }, remoteAddress: '203.0.113.77' });
     // Refused at once, as a value: no promise, no exception.
-    const direct = fresh.authenticator.authenticate(id, 'username', 'nobody-direct@example.com', 'wrong', { address: '203.0.113.78' });
+    const direct = fresh.authenticator.authenticate(id, 'username', 'nobody-direct@example.com', 'wrong', { address: '203.0.113.78', caller: [...fresh.state.allUsers()][0]!.id });
     const queueStillBusy = small.queueDepth > 0;
     const answers = await Promise.all(flood);
     assert.equal(resultOf<{ authenticated: boolean }>(regular).authenticated, true);

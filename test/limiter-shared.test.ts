@@ -10,8 +10,8 @@ const settings = keycloakLike;
 const noTarpit: LimiterSettings = { ...settings, tarpitStepMs: 0 };
 
 /** Admits an attempt and hands it back uncounted: its delay, or why it was refused. */
-function probe(limiter: BruteForceLimiter, account: string, address: string): number | 'account' | 'address' {
-  const a = limiter.admit(account, address);
+function probe(limiter: BruteForceLimiter, account: string, address: string, scope = ''): number | 'account' | 'address' {
+  const a = limiter.admit(account, address, scope);
   if (!a.admitted) return a.lockedBy;
   limiter.released(a.ticket);
   return a.delayMs;
@@ -129,4 +129,29 @@ test('counters made by failures elsewhere are bounded like the rest, and a locko
   for (let i = 0; i < 60_000; i++) limiter.failedElsewhere(`u:user${i}@example.com`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
   assert.ok(limiter.size <= bruteForceCountersMax, `${limiter.size} counters`);
   assert.equal(probe(limiter, 'u:target@example.com', '203.0.113.1'), 'account', 'kept aside and back, still locked');
+});
+
+// Issue 42: an address counts only within the caller that named it; a failure shared between nodes must keep its scope.
+test('issue 42: a failure in a caller\'s scope is told with its scope, and counts elsewhere on that scope\'s counters only', () => {
+  const heard: Array<[string, string]> = [];
+  const here = new BruteForceLimiter(settings, clock().now);
+  here.onFailure = (accountName, address) => heard.push([accountName, address]);
+  assert.ok(fail(here, 'u:jane@example.com', '2001:DB8:1:2:3:4:5:6', 'ShopCaller1').admitted);
+  assert.deepEqual(heard, [['u:jane@example.com', 'ShopCaller1\u00002001:db8:1:2::/64']], 'the scope as it is, the address as the counters use it');
+
+  const there = new BruteForceLimiter(settings, clock().now);
+  there.failedElsewhere(...heard[0]!);
+  assert.equal(probe(there, 'u:jane@example.com', '2001:db8:1:2::9', 'ShopCaller1'), 250, "the pair's tarpit, in the shop's scope and /64");
+  assert.equal(probe(there, 'u:jane@example.com', '2001:db8:1:2::9'), 0, 'not for a Basic caller from that address');
+  assert.equal(probe(there, 'u:jane@example.com', '2001:db8:1:2::9', 'OtherCaller2'), 0, 'nor for another caller naming it');
+
+  for (let i = 0; i < 100; i++) there.failedElsewhere(`u:nobody${i}@example.com`, 'ShopCaller1\u0000198.51.100.66');
+  assert.deepEqual([0, 1, 2].map((i) => probe(there, `u:newcomer${i}@example.com`, '198.51.100.66', 'ShopCaller1')), [0, 250, 500], 'the address is slowed in its scope');
+  assert.deepEqual([0, 1, 2].map((i) => probe(there, `u:stranger${i}@example.com`, '198.51.100.66', 'OtherCaller2')), [0, 0, 0], 'not in another caller\'s');
+  assert.deepEqual([0, 1, 2].map((i) => probe(there, `u:admin${i}@example.com`, '198.51.100.66')), [0, 0, 0], 'nor for the admin API\'s Basic callers');
+
+  // Account counters are not scoped: every caller's failures lock the account.
+  const noTarpitThere = new BruteForceLimiter(noTarpit, clock().now);
+  for (let i = 0; i < 30; i++) noTarpitThere.failedElsewhere('u:victim@example.com', `Caller${i % 3}\u0000198.51.100.${i}`);
+  assert.equal(probe(noTarpitThere, 'u:victim@example.com', '203.0.113.1'), 'account');
 });

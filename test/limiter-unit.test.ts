@@ -407,3 +407,29 @@ test('address keys of IPv6 text, valid or not, are those of node\'s isIPv6 and a
   for (const text of texts) assert.equal(addressKey(text), addressKeyModel(text), `seed 2424: ${JSON.stringify(text)}`);
   assert.ok(texts.filter((t) => addressKey(t).endsWith('::/64')).length > 2000, 'many valid ones among them');
 });
+
+// Issue 42, finding 2: an address named by a caller of POST /authenticate reached the pairs of the admin API's Basic callers.
+test('issue 42: counters, pairs and trust are per (scope, address): a caller naming the admin\'s address reaches none of the admin\'s', () => {
+  const limiter = new BruteForceLimiter({ ...keycloakLike, tarpitStepMs: 0 }, clock().now);
+  const home = limiter.admit('u:admin@example.com', '127.0.0.1');
+  assert.ok(home.admitted);
+  limiter.succeeded(home.ticket);
+  for (let i = 0; i < 30; i++) assert.ok(fail(limiter, 'u:admin@example.com', `198.51.100.${i}`, 'Attacker1').admitted);
+  for (let i = 0; i < 10; i++) assert.equal(fail(limiter, 'u:admin@example.com', '127.0.0.1', 'Attacker1').admitted, false, 'not the admin\'s pair: locked');
+  for (let i = 0; i < 10; i++) assert.equal(fail(limiter, 'u:admin@example.com', '::ffff:127.0.0.1', 'Attacker1').admitted, false, 'in any spelling');
+  const again = limiter.admit('u:admin@example.com', '127.0.0.1');
+  assert.ok(again.admitted, 'the admin from its own peer is still exempt');
+  assert.equal(limiter.trusted(again.ticket), true);
+  limiter.released(again.ticket);
+
+  // A success in a caller's scope trusts that scope's pair only.
+  const shop = limiter.admit('u:jane@example.com', '192.0.2.7', 'Shop1');
+  assert.ok(shop.admitted);
+  limiter.succeeded(shop.ticket);
+  for (let i = 0; i < 30; i++) fail(limiter, 'u:jane@example.com', `198.51.100.${i}`, 'Attacker1');
+  assert.equal(limiter.admit('u:jane@example.com', '192.0.2.7', 'Attacker1').admitted, false, 'another caller naming the address');
+  assert.equal(limiter.admit('u:jane@example.com', '192.0.2.7').admitted, false, 'a Basic caller at the address');
+  const jane = limiter.admit('u:jane@example.com', '192.0.2.7', 'Shop1');
+  assert.ok(jane.admitted, 'the shop\'s pair');
+  limiter.released(jane.ticket);
+});

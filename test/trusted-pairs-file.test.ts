@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -64,4 +64,25 @@ test('a pair trusted before a restart is trusted after it; the file holds keyed 
   const torn = keyed(new BruteForceLimiter(settings));
   assert.equal(new TrustedPairsFile({ dataDir, limiter: torn }).load(), 0, 'a torn file is ignored whole');
   assert.equal(new TrustedPairsFile({ dataDir: join(dataDir, 'missing'), limiter: torn }).load(), 0);
+});
+
+// Issue 42: the records now carry the pair's account and caller tags; a file of the layout before must not be misread.
+test('issue 42: a file of the older layout (authdtp2) is ignored whole, with a log line that names no pair', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'authd-trusted-'));
+  dirs.push(dataDir);
+  const path = join(dataDir, trustedPairsFileName);
+  // A header and one 16-byte record of the older layout: a fingerprint and a time far ahead.
+  const record = Buffer.alloc(16);
+  record.writeInt32LE(12345, 0);
+  record.writeInt32LE(67890, 4);
+  record.writeDoubleLE(Date.now() + 3600_000, 8);
+  writeFileSync(path, Buffer.concat([Buffer.from('authdtp2', 'latin1'), record]), { mode: 0o600 });
+  const lines: Array<{ obj: object; msg: string }> = [];
+  const limiter = new BruteForceLimiter(settings);
+  limiter.useTrustKey(randomBytes(32));
+  assert.equal(new TrustedPairsFile({ dataDir, limiter, logger: { warn: (obj, msg) => lines.push({ obj, msg }) } }).load(), 0);
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!.msg, /trusted pairs file ignored/);
+  assert.match(JSON.stringify(lines[0]!.obj), /header is not authdtp3/);
+  assert.equal(limiter.exportTrusted().length, 0, 'nothing was taken from it');
 });

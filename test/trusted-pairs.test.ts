@@ -1,7 +1,8 @@
 // The trusted pairs table: HalfSipHash-2-4 as published, a bounded set of buckets that gives up the soonest-ending trust, and an export that only the same key reads back.
 
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
+import { bruteForceTrustedPairAccountWaysMax, bruteForceTrustedPairCallerWaysMax } from '../src/config/limits.js';
 import { halfSipHash64Of, TrustedPairs, trustedPairRecordBytes, trustedPairWays } from '../src/auth/trusted-pairs.js';
 
 /** HalfSipHash-2-4 with a 64-bit tag, key 00..07, message 00..(n-1): the reference implementation's first vectors (vectors_hsip64). */
@@ -28,11 +29,11 @@ test('a pair is trusted until its time, renewed in place, and found only under i
   const pairs = new TrustedPairs(64);
   pairs.useKey(Buffer.alloc(8, 1));
   assert.equal(pairs.until('p:a'), 0);
-  pairs.trust('p:a', 1_000);
-  pairs.trust('p:b', 2_000);
+  pairs.trust('p:a', 'a:a', '', 1_000, 0);
+  pairs.trust('p:b', 'a:b', '', 2_000, 0);
   assert.equal(pairs.until('p:a'), 1_000);
   assert.equal(pairs.until('p:b'), 2_000);
-  pairs.trust('p:a', 3_000);
+  pairs.trust('p:a', 'a:a', '', 3_000, 0);
   assert.equal(pairs.until('p:a'), 3_000);
   assert.equal(pairs.size, 2, 'renewed, not added again');
 
@@ -49,7 +50,7 @@ test('a pair is trusted until its time, renewed in place, and found only under i
   assert.equal(otherKey.until('p:a'), 0);
 
   const garbled = Buffer.from(exported);
-  garbled.writeDoubleLE(Number.NaN, 8);
+  garbled.writeDoubleLE(Number.NaN, 16);
   assert.equal(sameKey.import(garbled, 0, 10_000), 0, 'a time that is no time is skipped');
   pairs.useKey(Buffer.alloc(8, 3));
   assert.equal(pairs.size, 0, 'a new key forgets what the old one found');
@@ -61,7 +62,8 @@ test('the table stays within its slots, a full bucket giving up the trust that e
   // A fixed key: with a random one the latest 64 pairs overfill one of the 32 buckets in about 1 run of 170.
   pairs.useKey(Buffer.alloc(8, 1));
   const total = slots * 8;
-  for (let i = 0; i < total; i++) pairs.trust(`p:${i}`, 10_000 + i);
+  // Each its own account and caller: no quota binds, so the trust that ends first gives way.
+  for (let i = 0; i < total; i++) pairs.trust(`p:${i}`, `a:${i}`, `caller${i}`, 10_000 + i, 0);
   assert.ok(pairs.size <= slots);
   let recentFound = 0;
   let oldFound = 0;
@@ -73,4 +75,90 @@ test('the table stays within its slots, a full bucket giving up the trust that e
   assert.equal(oldFound, 0, 'the earliest gave way');
   assert.throws(() => new TrustedPairs(100), /power of two/);
   assert.throws(() => new TrustedPairs(trustedPairWays / 2), /power of two/);
+});
+
+// Issue 42, finding 5: an authenticator with one valid account pushed other pairs out of the table with successes from many ip_address values.
+describe('issue 42: trust cannot be evicted by one caller', () => {
+  const slots = 64;
+  const buckets = slots / trustedPairWays;
+  const now = 1_000;
+
+  /** A small table under a fixed key, so that which pairs share a bucket is the same on every run. */
+  function table(): TrustedPairs {
+    const pairs = new TrustedPairs(slots);
+    pairs.useKey(Buffer.alloc(8, 7));
+    return pairs;
+  }
+
+  /** Pairs of an account each, of the caller scope(i) ('': a Basic caller's), added until the table is full: the keys held. */
+  function fill(pairs: TrustedPairs, scope: (i: number) => string, until: number): string[] {
+    const keys: string[] = [];
+    for (let i = 0; pairs.size < slots; i++) {
+      keys.push(`p:other${i}`);
+      pairs.trust(`p:other${i}`, `a:other${i}`, scope(i), until + i, now);
+    }
+    return keys.filter((key) => pairs.until(key) !== 0);
+  }
+
+  /** Successes of one caller: with one account, or an account each. */
+  function flood(pairs: TrustedPairs, caller: string, count: number, oneAccount: boolean, from = 0): number {
+    let held = 0;
+    for (let i = from; i < from + count; i++) {
+      const account = oneAccount ? 'a:u:mallory@example.com' : `a:u:mallory${i}@example.com`;
+      if (pairs.trust(`p:${account}\u0000i:${caller}\u0000198.51.${i >> 8}.${i & 255}`, account, caller, 500_000 + i, now)) held++;
+    }
+    return held;
+  }
+
+  const lost = (pairs: TrustedPairs, keys: string[]): number => keys.filter((key) => pairs.until(key) === 0).length;
+
+  test('one account pushes out at most its quota of each full bucket, and nothing more however long it goes on', () => {
+    const pairs = table();
+    const others = fill(pairs, (i) => `caller${i}`, 100_000);
+    flood(pairs, 'attacker', 10_000, true);
+    const first = lost(pairs, others);
+    assert.ok(first <= bruteForceTrustedPairAccountWaysMax * buckets, `${first} pushed out`);
+    flood(pairs, 'attacker', 10_000, true, 10_000);
+    assert.equal(lost(pairs, others), first, 'at its quota, the account replaces only its own');
+    assert.equal(pairs.size, slots);
+  });
+
+  test('one caller with an account per success pushes out at most its quota of each full bucket', () => {
+    const pairs = table();
+    const others = fill(pairs, (i) => `caller${i}`, 100_000);
+    flood(pairs, 'attacker', 10_000, false);
+    const first = lost(pairs, others);
+    assert.ok(first <= bruteForceTrustedPairCallerWaysMax * buckets, `${first} pushed out`);
+    flood(pairs, 'attacker', 10_000, false, 10_000);
+    assert.equal(lost(pairs, others), first, 'at its quota, the caller replaces only its own');
+  });
+
+  test('a caller\'s pairs never take the place of the admin API\'s Basic pairs, and survive an export and import', () => {
+    const pairs = table();
+    const basic = fill(pairs, () => '', 100_000);
+    assert.equal(basic.length, slots);
+    for (let c = 0; c < 20; c++) assert.equal(flood(pairs, `caller${c}`, 500, false, c * 500), 0, 'no slot a caller may take');
+    assert.equal(lost(pairs, basic), 0);
+
+    const restarted = table();
+    assert.equal(restarted.import(pairs.export(now), now, Infinity), slots);
+    flood(restarted, 'attacker', 2_000, false);
+    assert.equal(lost(restarted, basic), 0, 'still Basic pairs after the import');
+    // A Basic newcomer still takes its place among them, the trust that ends first giving way.
+    assert.equal(restarted.trust('p:a:u:admin@example.com\u0000i:203.0.113.5', 'a:u:admin@example.com', '', 900_000, now), true);
+  });
+
+  test('pairs a caller holds past its quota give way first: newcomers of others find room even in a table it filled', () => {
+    const pairs = table();
+    flood(pairs, 'attacker', 1_000, true);
+    assert.equal(pairs.size, slots, 'free slots are taken whatever the quota');
+    const newcomers: string[] = [];
+    for (let i = 0; i < 2 * buckets; i++) {
+      newcomers.push(`p:newcomer${i}`);
+      // Their trust ends before the attacker's: they still take the place of its guests, not the other way round.
+      assert.equal(pairs.trust(`p:newcomer${i}`, `a:newcomer${i}`, `caller${i}`, 100_000 + i, now), true);
+    }
+    flood(pairs, 'attacker', 10_000, true, 1_000);
+    assert.equal(lost(pairs, newcomers), 0);
+  });
 });

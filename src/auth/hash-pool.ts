@@ -8,8 +8,12 @@
 // (HashTurn): one for an (account, address) pair known to be good (it succeeded lately and has not failed
 // since, src/auth/limiter.ts) goes before every other, and when the queue is full it takes the place of
 // the newest other one, which is refused instead. Every other verification (unknown accounts, failing
-// pairs, first logins) waits in order, and one client address may hold at most hashQueueAddressShareMax of
-// the queue with them: past that its next one is refused, whatever room the others leave.
+// pairs, first logins) waits in order, and one client address (within its caller's scope, as the limiter
+// counts it) may hold at most hashQueueAddressShareMax of the queue with them, and one caller of POST
+// /authenticate at most hashQueueCallerShareMax, whatever addresses it names: past either its next one is
+// refused, whatever room the others leave. So a caller rotating ip_address cannot take the whole queue from
+// the other callers and the admin API. The admin API's Basic callers (scope '') have no caller share: each is
+// known by its TCP peer, which it cannot choose, and its address's share bounds it.
 //
 // A bcrypt verification (an imported hash) holds its worker, and its answer, until an argon2id
 // verification of the current parameters would have ended (a running mean of those): an account whose
@@ -19,7 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import {
-  argon2HashBytes, argon2SaltBytes, hashQueueAddressShareMax, hashRetryAfterS, hashWorkerStartFailuresMax, passwordBytesMax,
+  argon2HashBytes, argon2SaltBytes, hashQueueAddressShareMax, hashQueueCallerShareMax, hashRetryAfterS, hashWorkerStartFailuresMax, passwordBytesMax,
 } from '../config/limits.js';
 import { stacksOff } from '../domain/errors.js';
 import type { HashJob, HashReply, WorkerMessage } from './hash-protocol.js';
@@ -66,16 +70,25 @@ export class HashPoolError extends Error {
 export interface HashTurn {
   /** The attempt's (account, address) pair succeeded lately and has not failed since. */
   readonly knownGood: boolean;
-  /** The attempt's client address, as the limiter counts it: bounds one address's share of the queue. */
+  /** The attempt's client address, as the limiter counts it (in its scope): bounds one address's share of the queue. */
   readonly address: string;
+  /** The scope the address was named in (the limiter's Ticket.scope): bounds one caller's share of the queue; '' (a Basic caller of the admin API): none. */
+  readonly caller: string;
 }
 
 interface PendingJob {
   readonly job: HashJob;
   readonly resolve: (value: string | boolean) => void;
   readonly reject: (err: Error) => void;
-  /** Counted against this address's share (a job not known good). */
-  readonly address: string | undefined;
+  /** Counted against this address's and this caller's shares (a job not known good): the turn. */
+  readonly turn: HashTurn | undefined;
+}
+
+/** One job fewer held under key; a key that holds none has no entry. */
+function giveBack(jobsBy: Map<string, number>, key: string): void {
+  const held = (jobsBy.get(key) ?? 1) - 1;
+  if (held === 0) jobsBy.delete(key);
+  else jobsBy.set(key, held);
 }
 
 /** Weight of the newest argon2id job in the running mean that bcrypt verifications are held to. */
@@ -105,6 +118,9 @@ export class HashPool {
   /** Jobs of `waiting` and running ones that came from it, by address; an address with none has no entry. */
   private readonly jobsByAddress = new Map<string, number>();
   private readonly addressJobsMax: number;
+  /** The same by caller, for callers of POST /authenticate (scope other than ''). */
+  private readonly jobsByCaller = new Map<string, number>();
+  private readonly callerJobsMax: number;
   /** Running mean of an argon2id job of the pool's own params in a worker, from dispatch to answer. */
   private argon2JobMs = 0;
   private readonly hold: (ms: number, resume: () => void) => void;
@@ -127,6 +143,7 @@ export class HashPool {
     this.workerCount = opts.workers;
     this.queueMax = opts.queueMax;
     this.addressJobsMax = Math.max(1, Math.floor(opts.queueMax * hashQueueAddressShareMax));
+    this.callerJobsMax = Math.max(this.addressJobsMax, Math.floor(opts.queueMax * hashQueueCallerShareMax));
     this.hold = opts.hold ?? ((ms, resume) => void setTimeout(resume, ms));
     this.params = { memoryKiB: opts.argon2.memoryKiB, iterations: opts.argon2.iterations, parallelism: opts.argon2.parallelism };
     for (let i = 0; i < opts.workers; i++) this.slots.push(new Slot((slot) => this.startWorker(slot)));
@@ -150,11 +167,14 @@ export class HashPool {
 
   /**
    * A verification for `turn` submitted now would be refused: the queue is full (and, for a known-good one,
-   * holds no other to take the place of), or its address holds its whole share already.
+   * holds no other to take the place of), or its address or its caller holds its whole share already.
    */
   refuses(turn: HashTurn | undefined): boolean {
     if (turn?.knownGood === true) return this.full && this.waiting.length === 0;
-    return this.full || (turn !== undefined && (this.jobsByAddress.get(turn.address) ?? 0) >= this.addressJobsMax);
+    if (this.full) return true;
+    return turn !== undefined
+      && ((this.jobsByAddress.get(turn.address) ?? 0) >= this.addressJobsMax
+        || (turn.caller !== '' && (this.jobsByCaller.get(turn.caller) ?? 0) >= this.callerJobsMax));
   }
 
   /** Resolves once the dummy hash exists, i.e. a worker has started and hashed once: wait on it before serving. */
@@ -242,20 +262,22 @@ export class HashPool {
     const first = opts.internal || turn?.knownGood === true;
     if (turn?.knownGood === true && this.full && this.waiting.length > 0) this.fail(this.waiting.pop()!, new OverloadedError());
     return new Promise((resolve, reject) => {
-      const address = first || turn === undefined ? undefined : turn.address;
-      if (address !== undefined) this.jobsByAddress.set(address, (this.jobsByAddress.get(address) ?? 0) + 1);
-      (first ? this.urgent : this.waiting).push({ job, resolve, reject, address });
+      const counted = first ? undefined : turn;
+      if (counted !== undefined) {
+        this.jobsByAddress.set(counted.address, (this.jobsByAddress.get(counted.address) ?? 0) + 1);
+        if (counted.caller !== '') this.jobsByCaller.set(counted.caller, (this.jobsByCaller.get(counted.caller) ?? 0) + 1);
+      }
+      (first ? this.urgent : this.waiting).push({ job, resolve, reject, turn: counted });
       this.dispatch();
     });
   }
 
-  /** A job that ends, whatever its end: its address's share goes back. */
+  /** A job that ends, whatever its end: its address's and its caller's shares go back. */
   private ended(pending: PendingJob): void {
-    const { address } = pending;
-    if (address === undefined) return;
-    const held = (this.jobsByAddress.get(address) ?? 1) - 1;
-    if (held === 0) this.jobsByAddress.delete(address);
-    else this.jobsByAddress.set(address, held);
+    const { turn } = pending;
+    if (turn === undefined) return;
+    giveBack(this.jobsByAddress, turn.address);
+    if (turn.caller !== '') giveBack(this.jobsByCaller, turn.caller);
   }
 
   private fail(pending: PendingJob, err: Error): void {

@@ -1,4 +1,4 @@
-// Brute-force protection: failures counted per account, per client address and per (account, address), checked before any password is evaluated; account lockouts, tarpits, and an exemption for pairs that recently succeeded.
+// Brute-force protection: failures counted per account, per client address (within its caller's scope) and per (account, address), checked before any password is evaluated; account lockouts, tarpits, and an exemption for pairs that recently succeeded.
 //
 // In the spirit of Keycloak's brute-force detector: every `failureFactor` failures against an account
 // lock it for `waitIncrement` longer than the step before (1x, 2x, ... up to `maxWait`), and a counter
@@ -24,9 +24,9 @@
 // A spray of wrong passwords from elsewhere must not keep the owner out: a pair that succeeded within
 // bruteForceTrustedPairTtlMs is exempt from its account's lockout and from its address's slowing for
 // its next few attempts (fewer than bruteForceTrustedPairFailuresMax failed or in flight). Only a success
-// creates the exemption, so an attacker cannot, and one who shares the owner's address gets those few
-// guesses at most. Such a pair, with no failure since, is also known good to the hash pool (trusted()):
-// its verifications go before everyone else's. The trusted pairs are kept as keyed fingerprints
+// creates the exemption, so an attacker cannot, and one who shares the owner's address (in the same scope, see
+// below) gets those few guesses at most. Such a pair, with no failure since, is also known good to the hash
+// pool (trusted()): its verifications go before everyone else's. The trusted pairs are kept as keyed fingerprints
 // (src/auth/trusted-pairs.ts) and can outlive a restart as a file of them (src/auth/trusted-pairs-file.ts).
 //
 // A counter exists only where a failure happened, or while an attempt on its key is being evaluated
@@ -36,10 +36,23 @@
 // settled is counted in flight, counters made for it, as soon as the limiter is asked anything else.
 //
 // Everything is bounded: at most bruteForceCountersMax counters (and those of attempts in flight), oldest idle
-// first out, each in O(1) (RecencyMap), and bruteForceTrustedPairSlots trusted pairs. A counter pushed out that
+// first out, each in O(1) (RecencyMap), and bruteForceTrustedPairSlots trusted pairs, of which one account or one
+// caller cannot push out others' past its quota (src/auth/trusted-pairs.ts). A counter pushed out that
 // had reached a lockout or slowing step is kept aside (at most bruteForceEscalationsMax of them, each costing an
 // attacker a factor's worth of failures) and comes back with its key, so a flood of fresh counters cannot hand
 // an attacker a fresh start.
+//
+// An address is its caller's. Who names an address decides which counters and which trust it reaches: a Basic
+// caller of the admin API is known by its TCP peer alone (scope ''), while every POST /authenticate attempt is
+// scoped by its authenticated caller, the client application's User id, whether the address is an ip_address it
+// named or its own TCP peer. So a caller that names 127.0.0.1 reaches only its own counters and pairs for
+// 127.0.0.1, never the admin's, nor another caller's. Account counters are not scoped: an account's lockout
+// counts every caller's guesses, and the trusted-pair exemption is what keeps its owner in. Keys:
+//   account  `a:<account name, lowercased and cut>`
+//   address  `i:<address>` (scope '') or `i:<scope>\u0000<address>`, the address as addressKey() makes it
+//   pair     `p:<account key>\u0000<address key>`
+// A scope is a User id (letters and digits), an address never holds a NUL from a TCP peer, and a body's
+// ip_address comes after its scope: a key names one (scope, address).
 //
 // In a cluster, failures are shared (src/cluster/shared-failures.ts): the owner's onFailure listener is told
 // of each failure counted here, and failedElsewhere() counts one another node saw, on the same three counters
@@ -61,8 +74,9 @@ export type LimiterSettings = Config['bruteForce'];
 
 /**
  * Told of a failure the limiter counted from one of its own attempts: the account name and the address in the
- * form the counters use (lowercased, cut, an IPv6 address as its /64), which failedElsewhere() takes back as
- * they are. Called synchronously inside failed(): it must not throw, nor wait for anything.
+ * form the counters use (lowercased, cut, an IPv6 address as its /64), preceded by its scope and a NUL when it
+ * has one (`<scope>\u0000<address>`), which failedElsewhere() takes back as they are. Called synchronously inside
+ * failed(): it must not throw, nor wait for anything.
  */
 export type FailureListener = (accountName: string, address: string) => void;
 
@@ -76,7 +90,7 @@ interface Counter {
   /** An address's: when a slowed address (see the top of this file) lets its next attempt through. */
   nextTurnMs: number;
   /** Attempts waiting for a slot (acquire), oldest first. */
-  waiters?: Array<{ readonly accountName: string; readonly rawAddress: string; readonly resolve: (admission: Admission) => void }>;
+  waiters?: Array<{ readonly accountName: string; readonly rawAddress: string; readonly scope: string; readonly resolve: (admission: Admission) => void }>;
 }
 
 /**
@@ -90,6 +104,8 @@ export interface Ticket {
   readonly accountKey: string;
   readonly addressKey: string;
   readonly pairKey: string;
+  /** The scope of the address: the caller's User id for POST /authenticate, '' for a Basic caller of the admin API. */
+  readonly scope: string;
   /** Counted in flight on its counters (see the top of this file). */
   counted: boolean;
   settled: boolean;
@@ -127,6 +143,9 @@ export function addressKey(raw: string): string {
 }
 
 const scratchGroups = new Uint16Array(8);
+
+/** What a NUL is to a scoped address: the end of its scope. */
+const scopeEnd = '\u0000';
 
 /** An account's counter key: its name lowercased and cut to bruteForceKeyCharsMax (a longer one matches no account anyway). */
 function accountKeyOf(accountName: string): string {
@@ -208,17 +227,26 @@ export class BruteForceLimiter {
   /** The attempt admitted last, not yet settled nor counted in flight (see the top of this file). */
   private uncounted: Ticket | undefined;
   /** Until when each pair that succeeded is exempt from its account's lockout and its address's slowing. */
-  private readonly trustedPairs = new TrustedPairs(bruteForceTrustedPairSlots);
+  private readonly trustedPairs: TrustedPairs;
   /** Counters pushed out of the table at a lockout or slowing step, by key (see insert()); oldest first out. */
   private readonly escalations = new RecencyMap<Counter>();
+
+  /**
+   * The last scope an address key was made in, and its key prefix `i:<scope>\u0000`: the attempts of POST
+   * /authenticate mostly come from a few callers, so a scoped key costs one concatenation, as an unscoped one does.
+   */
+  private lastScope = '';
+  private lastScopePrefix = 'i:';
 
   /** Told of each failure of an attempt of this limiter's own, never of those counted by failedElsewhere(): see FailureListener. */
   onFailure: FailureListener | undefined = undefined;
 
-  constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now) {
+  /** trustedPairSlots: the trusted pairs table's size (tests make it small to fill it). */
+  constructor(private readonly settings: LimiterSettings, private readonly now: () => number = Date.now, trustedPairSlots = bruteForceTrustedPairSlots) {
     for (const [name, value] of Object.entries(settings)) {
       if (!Number.isFinite(value) || value < 0) throw new RangeError(`limiter ${name} must be a number >= 0`);
     }
+    this.trustedPairs = new TrustedPairs(trustedPairSlots);
   }
 
   /** Counters held now (for tests and metrics). */
@@ -230,10 +258,11 @@ export class BruteForceLimiter {
    * Decides, before anything is evaluated, whether this attempt may be, without waiting: reserves it
    * if so. An attempt that finds its account at capacity is refused here; acquire() lets
    * it wait for a slot instead. account is the credential's account name (for example `u:<email>` or
-   * `k:<key id>`), address the client's.
+   * `k:<key id>`), address the client's, scope the caller that named it: its User id for POST /authenticate,
+   * '' (the default) for a Basic caller of the admin API, whose address is its TCP peer.
    */
-  admit(accountName: string, rawAddress: string): Admission {
-    const decision = this.decide(accountName, rawAddress);
+  admit(accountName: string, rawAddress: string, scope = ''): Admission {
+    const decision = this.decide(accountName, rawAddress, scope);
     return 'busy' in decision ? { admitted: false, delayMs: decision.delayMs, lockedBy: decision.lockedBy } : decision;
   }
 
@@ -244,19 +273,29 @@ export class BruteForceLimiter {
    * another, while concurrent wrong ones still evaluate no more than the allowance. Answered at once
    * (no promise) unless the attempt has to wait.
    */
-  acquire(accountName: string, rawAddress: string): Admission | Promise<Admission> {
-    const decision = this.decide(accountName, rawAddress);
+  acquire(accountName: string, rawAddress: string, scope = ''): Admission | Promise<Admission> {
+    const decision = this.decide(accountName, rawAddress, scope);
     if (!('busy' in decision)) return decision;
     const waiters = decision.busy.waiters ??= [];
     if (waiters.length >= bruteForceWaitersMax) return { admitted: false, delayMs: decision.delayMs, lockedBy: decision.lockedBy };
-    return new Promise((resolve) => waiters.push({ accountName, rawAddress, resolve }));
+    return new Promise((resolve) => waiters.push({ accountName, rawAddress, scope, resolve }));
   }
 
-  private decide(accountName: string, rawAddress: string): Admission | { busy: Counter; delayMs: number; lockedBy: 'account' | 'address' } {
+  /** An address's counter key in its scope (see the top of this file). */
+  private addressCounterKey(rawAddress: string, scope: string): string {
+    if (scope === '') return `i:${addressKey(rawAddress)}`;
+    if (scope !== this.lastScope) {
+      this.lastScopePrefix = `i:${scope}${scopeEnd}`;
+      this.lastScope = scope;
+    }
+    return `${this.lastScopePrefix}${addressKey(rawAddress)}`;
+  }
+
+  private decide(accountName: string, rawAddress: string, scope: string): Admission | { busy: Counter; delayMs: number; lockedBy: 'account' | 'address' } {
     this.countUncounted();
     const now = this.now();
     const account = accountKeyOf(accountName);
-    const address = `i:${addressKey(rawAddress)}`;
+    const address = this.addressCounterKey(rawAddress, scope);
     const pairKey = `p:${account}\u0000${address}`;
     const pair = this.live(pairKey, now);
     const accountCounter = this.live(account, now);
@@ -283,6 +322,7 @@ export class BruteForceLimiter {
       accountKey: account,
       addressKey: address,
       pairKey,
+      scope,
       counted: false,
       settled: false,
       generation: -1,
@@ -349,7 +389,7 @@ export class BruteForceLimiter {
     const now = this.now();
     if (ticket.pair !== undefined) ticket.pair.failures = 0;
     this.dropBlanks(ticket, now);
-    this.trustedPairs.trust(ticket.pairKey, now + bruteForceTrustedPairTtlMs);
+    this.trustedPairs.trust(ticket.pairKey, ticket.accountKey, ticket.scope, now + bruteForceTrustedPairTtlMs, now);
   }
 
   /** The credential was wrong: one more failure for the account, the address (which slows, never locks) and the pair. */
@@ -369,14 +409,16 @@ export class BruteForceLimiter {
    * and the pair, exactly as failed() counts a local one (lockout steps, address slowing, the pair's tarpit), on
    * counters made, kept aside and pushed out like every other. No ticket, nothing in flight; the listener is not
    * told (it would send the failure back). The names are taken raw or as the listener gives them: the keys of
-   * both are the same (but for a name that lowercasing makes longer than bruteForceKeyCharsMax: no account's).
+   * both are the same (but for a name that lowercasing makes longer than bruteForceKeyCharsMax: no account's). An
+   * address with a scope (`<scope>\u0000<address>`, as the listener gives it) counts on that scope's counters.
    */
   failedElsewhere(accountName: string, address: string): void {
     // The attempt admitted last relies on nothing moving in the table before it is counted (see failed()).
     this.countUncounted();
     const now = this.now();
     const account = accountKeyOf(accountName);
-    const addressCounterKey = `i:${addressKey(address)}`;
+    const end = address.indexOf(scopeEnd);
+    const addressCounterKey = end === -1 ? this.addressCounterKey(address, '') : this.addressCounterKey(address.slice(end + 1), address.slice(0, end));
     const pairKey = `p:${account}\u0000${addressCounterKey}`;
     // live() first, as a decision would: an expired counter starts over, one kept aside comes back.
     this.countFailure(this.counter(account, this.live(account, now), now), this.settings.failureFactor, now);
@@ -462,7 +504,7 @@ export class BruteForceLimiter {
     if (waiters === undefined) return;
     while (waiters.length > 0) {
       const waiter = waiters[0]!;
-      const decision = this.decide(waiter.accountName, waiter.rawAddress);
+      const decision = this.decide(waiter.accountName, waiter.rawAddress, waiter.scope);
       if ('busy' in decision) {
         if (decision.busy === counter) return; // still no slot here; keep the order
         waiters.shift();

@@ -8,8 +8,10 @@
 // so the file alone does not even tell whether a given account used a given address. Another key (a rotation)
 // finds nothing in an old file, which costs only the trust.
 //
-// Layout: the 8 bytes `authdtp2`, then trustedPairRecordBytes per pair. Written to a temporary file (0600),
-// fsynced, renamed over the old one, the directory fsynced. A file of another layout is ignored whole.
+// Layout: the 8 bytes `authdtp3`, then trustedPairRecordBytes per pair (its fingerprint, keyed tags of its account
+// and caller, its time and whether it is a Basic caller's). Written to a temporary file (0600), fsynced, renamed
+// over the old one, the directory fsynced. A file of another layout (an older version's `authdtp2`, whose pairs
+// named no caller) is ignored whole, with a log line: its pairs are trusted again at their next success.
 
 import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
@@ -18,29 +20,48 @@ import { bruteForceTrustedPairSlots, privateFileMode } from '../config/limits.js
 import type { BruteForceLimiter } from './limiter.js';
 import { trustedPairRecordBytes } from './trusted-pairs.js';
 
-const magic = Buffer.from('authdtp2', 'latin1');
+const magic = Buffer.from('authdtp3', 'latin1');
 const fileBytesMax = magic.length + trustedPairRecordBytes * bruteForceTrustedPairSlots;
 
 /** The file's name in the data directory. */
 export const trustedPairsFileName = 'trusted-pairs';
 
+/** Reads into all of `into` from `position` on, or up to the end of the file: how many bytes were read. */
+function readFully(fd: number, into: Buffer, position: number): number {
+  let read = 0;
+  while (read < into.length) {
+    const n = readSync(fd, into, read, into.length - read, position + read);
+    if (n === 0) break;
+    read += n;
+  }
+  return read;
+}
+
+/** Where a file that is ignored is told of. */
+export interface TrustedPairsLogger {
+  warn(obj: object, msg: string): void;
+}
+
 export class TrustedPairsFile {
   readonly #path: string;
   readonly #limiter: BruteForceLimiter;
+  readonly #logger: TrustedPairsLogger | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** The save under way: saves never overlap (two renames racing could put the older file last). */
   #saving: Promise<void> = Promise.resolve();
 
   /** The limiter's trust key (useTrustKey) must be the one the file was written with for its pairs to be found. */
-  constructor(opts: { dataDir: string; limiter: BruteForceLimiter }) {
+  constructor(opts: { dataDir: string; limiter: BruteForceLimiter; logger?: TrustedPairsLogger }) {
     this.#path = join(opts.dataDir, trustedPairsFileName);
     this.#limiter = opts.limiter;
+    this.#logger = opts.logger;
   }
 
   /**
    * Hands the pairs of the file to the limiter: how many it took. A missing file holds none; a damaged one (a
-   * bad header, a torn length) is ignored whole, as if missing, and a pair whose time is no time is skipped:
-   * trust is only an exemption, and losing it is what happened at every restart before this file existed.
+   * bad header, a torn length) or one of another layout is ignored whole, as if missing, with a log line, and a
+   * pair whose time is no time is skipped: trust is only an exemption, and losing it is what happened at every
+   * restart before this file existed.
    */
   load(): number {
     let fd: number;
@@ -53,19 +74,22 @@ export class TrustedPairsFile {
     let bytes: Buffer;
     try {
       const size = fstatSync(fd).size;
-      if (size > fileBytesMax || size < magic.length || (size - magic.length) % trustedPairRecordBytes !== 0) return 0;
-      bytes = Buffer.alloc(size);
-      let read = 0;
-      while (read < size) {
-        const n = readSync(fd, bytes, read, size - read, read);
-        if (n === 0) return 0;
-        read += n;
-      }
+      // The header first: another version's layout is told apart from damage in the log line.
+      const header = Buffer.alloc(magic.length);
+      if (readFully(fd, header, 0) !== magic.length || !header.equals(magic)) return this.#ignored(`its header is not ${magic.toString('latin1')}: another version's layout, or damaged`);
+      if (size > fileBytesMax || (size - magic.length) % trustedPairRecordBytes !== 0) return this.#ignored('its length is not a whole number of pairs within the table');
+      bytes = Buffer.alloc(size - magic.length);
+      if (readFully(fd, bytes, magic.length) !== bytes.length) return this.#ignored('it was cut short while read');
     } finally {
       closeSync(fd);
     }
-    if (!bytes.subarray(0, magic.length).equals(magic)) return 0;
-    return this.#limiter.importTrusted(bytes.subarray(magic.length));
+    return this.#limiter.importTrusted(bytes);
+  }
+
+  /** A file not read: no pair taken, and a line that says why (no pair, name or address: there are none in the file). */
+  #ignored(why: string): number {
+    this.#logger?.warn({ file: this.#path, why }, 'trusted pairs file ignored; its pairs are trusted again at their next success');
+    return 0;
   }
 
   /** Writes the limiter's trusted pairs now; resolves once the file is durable. */

@@ -2,17 +2,41 @@
 //
 // Every successful authentication from a new address trusts a new pair. As a Map entry, each pair's key string
 // and entry would outlive the young generation and die in the old one: under production traffic (an end user per
-// address) a steady share of the collector's work. Here a pair is two 32-bit words and a time in typed arrays: set-associative buckets of trustedPairWays slots, a full bucket
-// giving up the slot whose trust ends first. A fingerprint is HalfSipHash-2-4 of the pair key under a secret
+// address) a steady share of the collector's work. Here a pair is a few 32-bit words and a time in typed arrays:
+// set-associative buckets of trustedPairWays slots. A fingerprint is HalfSipHash-2-4 of the pair key under a secret
 // key, so no one who lacks the key can make a pair of theirs share the fingerprint of someone else's.
+//
+// Who may push whom out. A slot also holds 32-bit keyed tags of its pair's account and of its caller (the scope of
+// its address: the User id of the client application that named it in POST /authenticate; none for the admin API's
+// Basic callers, keyed by the TCP peer), and two flags. In each bucket an account holds as of right at most
+// bruteForceTrustedPairAccountWaysMax slots and a caller at most bruteForceTrustedPairCallerWaysMax; a pair that comes
+// when its account or caller already holds its quota there still takes a free slot, but as a guest (flagged). When a
+// new pair finds its bucket full:
+//   - if its account or its caller holds its quota there, it replaces the slot of that account (or caller) whose trust
+//     ends first: one account, or one caller, at its quota only replaces its own;
+//   - else it takes the place of a guest, else of the slot whose trust ends first;
+//   - a pair of a caller never takes the place of a Basic caller's pair that is not a guest (the admin API's trust
+//     cannot be pushed out by POST /authenticate traffic).
+// So one caller with one valid account, succeeding from as many ip_address values as it likes, takes from others at
+// most its account's quota of each bucket, and every slot it holds past that gives way first to anyone else's. Each
+// decision reads one bucket: O(trustedPairWays).
 
 import { randomBytes } from 'node:crypto';
+import { bruteForceTrustedPairAccountWaysMax, bruteForceTrustedPairCallerWaysMax } from '../config/limits.js';
 
 /** Slots per bucket: a pair is looked for in one bucket only. */
 export const trustedPairWays = 8;
 
-/** The bytes per pair of export() and import(): the fingerprint's two words, then the until time (ms), little-endian. */
-export const trustedPairRecordBytes = 16;
+/**
+ * The bytes per pair of export() and import(), little-endian: the fingerprint's two words, the account's and the
+ * caller's tags, the until time (ms, a double), then the flags byte (only trustedPairBasic is read back).
+ */
+export const trustedPairRecordBytes = 25;
+
+/** A flag: the pair is a Basic caller's of the admin API (no scope). */
+const trustedPairBasic = 1;
+/** A flag: the pair came when its account or caller held its quota of the bucket; any newcomer replaces it first. */
+const trustedPairGuest = 2;
 
 /** The little-endian 32-bit word at byte i of src: a string read as its UTF-16LE bytes (i even), or bytes. */
 function wordAt(src: string | Uint8Array, i: number): number {
@@ -81,8 +105,14 @@ export function halfSipHash64Of(key: Uint8Array, src: string | Uint8Array): [num
 export class TrustedPairs {
   readonly #fp0: Int32Array;
   readonly #fp1: Int32Array;
-  /** Until when each slot's pair is trusted (ms); 0: the slot is free. */
+  /** Each slot's keyed tag of its pair's account (the limiter's account key). */
+  readonly #account: Int32Array;
+  /** Each slot's keyed tag of its pair's caller (scope); 0 for a Basic caller's pair. */
+  readonly #scope: Int32Array;
+  /** Until when each slot's pair is trusted (ms); 0: the slot is free (and so is one whose time has passed). */
   readonly #until: Float64Array;
+  /** trustedPairBasic, trustedPairGuest. */
+  readonly #flags: Uint8Array;
   readonly #bucketMask: number;
   #k0 = 0;
   #k1 = 0;
@@ -93,9 +123,15 @@ export class TrustedPairs {
     if (!Number.isSafeInteger(slots) || slots < trustedPairWays || (slots & (slots - 1)) !== 0) {
       throw new RangeError(`slots must be a power of two of at least ${trustedPairWays}, not ${slots}`);
     }
+    for (const quota of [bruteForceTrustedPairAccountWaysMax, bruteForceTrustedPairCallerWaysMax]) {
+      if (!Number.isInteger(quota) || quota < 1 || quota > trustedPairWays) throw new RangeError(`a trusted pair quota must be 1 to ${trustedPairWays} slots of a bucket`);
+    }
     this.#fp0 = new Int32Array(slots);
     this.#fp1 = new Int32Array(slots);
+    this.#account = new Int32Array(slots);
+    this.#scope = new Int32Array(slots);
     this.#until = new Float64Array(slots);
+    this.#flags = new Uint8Array(slots);
     this.#bucketMask = slots / trustedPairWays - 1;
     this.useKey(randomBytes(8));
   }
@@ -116,12 +152,26 @@ export class TrustedPairs {
     return slot === -1 ? 0 : this.#until[slot]!;
   }
 
-  /** Trusts the pair until `until` (see #put). */
-  trust(pairKey: string, until: number): void {
-    this.#put(this.#fingerprint(pairKey), until);
+  /**
+   * Trusts the pair until `until`: renewed in place if held, else placed as the top of this file says (whether it
+   * was: a full bucket may have no slot it may take). accountKey: the limiter's key of the pair's account; scope: its
+   * caller's User id, '' for a Basic caller of the admin API. The tags are hashed only for a pair not held yet.
+   */
+  trust(pairKey: string, accountKey: string, scope: string, until: number, now: number): boolean {
+    const fp = this.#fingerprint(pairKey);
+    const held = this.#find(fp);
+    if (held !== -1) {
+      this.#until[held] = until;
+      return true;
+    }
+    const fp0 = fp[0]!;
+    const fp1 = fp[1]!;
+    const account = this.#tag(accountKey);
+    const basic = scope === '';
+    return this.#place(fp0, fp1, account, basic ? 0 : this.#tag(scope), basic ? trustedPairBasic : 0, until, now) !== -1;
   }
 
-  /** The pairs trusted after `now`, as trustedPairRecordBytes each: fingerprints and times only. */
+  /** The pairs trusted after `now`, as trustedPairRecordBytes each: fingerprints, tags and times only. */
   export(now: number): Buffer {
     let live = 0;
     for (let slot = 0; slot < this.slots; slot++) if (this.#until[slot]! > now) live++;
@@ -131,7 +181,10 @@ export class TrustedPairs {
       if (this.#until[slot]! <= now) continue;
       bytes.writeInt32LE(this.#fp0[slot]!, at);
       bytes.writeInt32LE(this.#fp1[slot]!, at + 4);
-      bytes.writeDoubleLE(this.#until[slot]!, at + 8);
+      bytes.writeInt32LE(this.#account[slot]!, at + 8);
+      bytes.writeInt32LE(this.#scope[slot]!, at + 12);
+      bytes.writeDoubleLE(this.#until[slot]!, at + 16);
+      bytes.writeUInt8(this.#flags[slot]!, at + 24);
       at += trustedPairRecordBytes;
     }
     return bytes;
@@ -139,17 +192,25 @@ export class TrustedPairs {
 
   /**
    * Pairs from export() (of an earlier process with the same key), each trusted until the earlier of its own
-   * time and untilMax. Records whose time is no time are skipped; how many were taken.
+   * time and untilMax, placed by the same rules as a success. Records whose time is no time are skipped; how many
+   * were taken.
    */
   import(bytes: Uint8Array, now: number, untilMax: number): number {
     const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength - (bytes.byteLength % trustedPairRecordBytes));
     let taken = 0;
     for (let at = 0; at < view.length; at += trustedPairRecordBytes) {
-      const until = view.readDoubleLE(at + 8);
+      const until = view.readDoubleLE(at + 16);
       if (!Number.isFinite(until) || until <= now) continue;
-      this.#fp[0] = view.readInt32LE(at);
-      this.#fp[1] = view.readInt32LE(at + 4);
-      this.#put(this.#fp, Math.min(until, untilMax));
+      const fp0 = view.readInt32LE(at);
+      const fp1 = view.readInt32LE(at + 4);
+      this.#fp[0] = fp0;
+      this.#fp[1] = fp1;
+      const held = this.#find(this.#fp);
+      const flags = view.readUInt8(at + 24) & trustedPairBasic;
+      // A Basic caller's pair has no caller tag: whatever the record says, it is compared with no caller's.
+      const scope = flags === trustedPairBasic ? 0 : view.readInt32LE(at + 12);
+      if (held !== -1) this.#until[held] = Math.min(until, untilMax);
+      else if (this.#place(fp0, fp1, view.readInt32LE(at + 8), scope, flags, Math.min(until, untilMax), now) === -1) continue;
       taken++;
     }
     return taken;
@@ -162,18 +223,72 @@ export class TrustedPairs {
     return held;
   }
 
-  /** Holds fingerprint fp until `until`: in its own slot if held, else in its bucket's free slot or the one whose trust ends first. */
-  #put(fp: Int32Array, until: number): void {
-    let slot = this.#find(fp);
-    if (slot === -1) slot = this.#victim(fp[0]!);
-    this.#fp0[slot] = fp[0]!;
-    this.#fp1[slot] = fp[1]!;
+  /**
+   * Places a pair not held (see the top of this file): the slot it took, or -1 when its bucket has none it may take.
+   * One pass over the bucket finds the first free slot, what the pair's account and caller hold there (guests
+   * aside), and the candidates of each rule, each the slot whose trust ends first.
+   */
+  #place(fp0: number, fp1: number, account: number, scope: number, flags: number, until: number, now: number): number {
+    const basic = (flags & trustedPairBasic) !== 0;
+    const first = (fp0 & this.#bucketMask) * trustedPairWays;
+    let free = -1;
+    let ownAccount = -1;
+    let ownScope = -1;
+    let guest = -1;
+    let any = -1;
+    let accountHeld = 0;
+    let scopeHeld = 0;
+    for (let slot = first; slot < first + trustedPairWays; slot++) {
+      const slotUntil = this.#until[slot]!;
+      if (slotUntil <= now) {
+        if (free === -1) free = slot;
+        continue;
+      }
+      const slotFlags = this.#flags[slot]!;
+      const isGuest = (slotFlags & trustedPairGuest) !== 0;
+      const slotBasic = (slotFlags & trustedPairBasic) !== 0;
+      // A caller's pair never takes the place of a Basic caller's pair within its quota.
+      const spared = !basic && slotBasic && !isGuest;
+      if (this.#account[slot] === account) {
+        if (!isGuest) accountHeld++;
+        if (!spared && (ownAccount === -1 || slotUntil < this.#until[ownAccount]!)) ownAccount = slot;
+      }
+      if (!basic && !slotBasic && this.#scope[slot] === scope) {
+        if (!isGuest) scopeHeld++;
+        if (ownScope === -1 || slotUntil < this.#until[ownScope]!) ownScope = slot;
+      }
+      if (spared) continue;
+      if (isGuest && (guest === -1 || slotUntil < this.#until[guest]!)) guest = slot;
+      if (any === -1 || slotUntil < this.#until[any]!) any = slot;
+    }
+    const atAccountQuota = accountHeld >= bruteForceTrustedPairAccountWaysMax;
+    const atScopeQuota = !basic && scopeHeld >= bruteForceTrustedPairCallerWaysMax;
+    const slot = free !== -1 ? free : atAccountQuota ? ownAccount : atScopeQuota ? ownScope : guest !== -1 ? guest : any;
+    if (slot === -1) return -1;
+    // What the account and the caller hold once the slot's pair is gone: the newcomer is a guest if either is still at its quota.
+    if (slot !== free && (this.#flags[slot]! & trustedPairGuest) === 0) {
+      if (this.#account[slot] === account) accountHeld--;
+      if (!basic && (this.#flags[slot]! & trustedPairBasic) === 0 && this.#scope[slot] === scope) scopeHeld--;
+    }
+    const isGuest = accountHeld >= bruteForceTrustedPairAccountWaysMax || (!basic && scopeHeld >= bruteForceTrustedPairCallerWaysMax);
+    this.#fp0[slot] = fp0;
+    this.#fp1[slot] = fp1;
+    this.#account[slot] = account;
+    this.#scope[slot] = scope;
     this.#until[slot] = until;
+    this.#flags[slot] = flags | (isGuest ? trustedPairGuest : 0);
+    return slot;
   }
 
   #fingerprint(pairKey: string): Int32Array {
     halfSipHash64(this.#k0, this.#k1, pairKey, this.#fp);
     return this.#fp;
+  }
+
+  /** A 32-bit keyed tag of an account key or a scope (the fingerprint's first word; it overwrites #fp). */
+  #tag(text: string): number {
+    halfSipHash64(this.#k0, this.#k1, text, this.#fp);
+    return this.#fp[0]!;
   }
 
   #find(fp: Int32Array): number {
@@ -182,16 +297,5 @@ export class TrustedPairs {
       if (this.#until[slot]! > 0 && this.#fp0[slot] === fp[0] && this.#fp1[slot] === fp[1]) return slot;
     }
     return -1;
-  }
-
-  /** The bucket's free slot, else the one whose trust ends first. */
-  #victim(fp0: number): number {
-    const first = (fp0 & this.#bucketMask) * trustedPairWays;
-    let victim = first;
-    for (let slot = first; slot < first + trustedPairWays; slot++) {
-      if (this.#until[slot] === 0) return slot;
-      if (this.#until[slot]! < this.#until[victim]!) victim = slot;
-    }
-    return victim;
   }
 }

@@ -76,6 +76,12 @@ export const bruteForceCounterTouchMs = 1000;
  */
 export const bruteForceTrustedPairSlots = 1 << 17;
 export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
+/**
+ * Of each bucket of trusted pairs (8 slots, src/auth/trusted-pairs.ts), what one account, and one caller of POST
+ * /authenticate, may hold once the bucket is full: past it a newcomer of theirs replaces only their own pairs.
+ */
+export const bruteForceTrustedPairAccountWaysMax = 2;
+export const bruteForceTrustedPairCallerWaysMax = 4;
 /** A trusted pair loses its exemption once it fails this often itself. */
 export const bruteForceTrustedPairFailuresMax = 5;
 /** Attempts that may wait for a free slot of one account; more are refused like a lockout. */
@@ -90,8 +96,10 @@ export const bruteForceAddressBacklogMs = 30_000;
 export const bruteForceEscalationsMax = 50_000;
 /** A counter added to a full table pushes out the oldest idle one, passing over at most this many in use (moved newest). */
 export const bruteForceEvictionTriesMax = 8;
-/** One client address may hold at most this share of the hash queue with attempts of pairs not known to be good. */
+/** One client address (within its caller's scope) may hold at most this share of the hash queue with attempts of pairs not known to be good... */
 export const hashQueueAddressShareMax = 0.25;
+/** ...and one caller of POST /authenticate, whatever addresses it names, this share. */
+export const hashQueueCallerShareMax = 0.5;
 /** A TrustedPairsFile saves the trusted pairs this often (and when closed at a graceful shutdown). */
 export const trustedPairsSaveIntervalMs = 5 * 60_000;
 

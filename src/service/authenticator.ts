@@ -29,7 +29,10 @@ export interface AttemptContext {
   readonly address: string;
   /** The TCP peer, when `address` came from the request body. */
   readonly peer?: string;
-  /** The authenticated caller on whose behalf (POST /authenticate). */
+  /**
+   * The authenticated caller on whose behalf (POST /authenticate): its User id, which is also the scope of
+   * `address` for the brute-force limiter (an address counts only within the caller that named it).
+   */
   readonly caller?: string;
   /** The request's exact body (POST /authenticate): a success is remembered by it, authorization and the peer (see recognised()). */
   readonly request?: Uint8Array;
@@ -83,6 +86,11 @@ interface Checked {
   readonly ticket?: Ticket;
 }
 
+/** A POST /authenticate attempt's context: always on behalf of a caller, whose User id scopes its address. */
+export interface AuthenticateContext extends AttemptContext {
+  readonly caller: string;
+}
+
 /** What a check answers: the User, undefined for every kind of failure alike, or `overloaded` (the hash queue is full). */
 export type Answer = User | undefined | OverloadedError;
 
@@ -124,7 +132,7 @@ export class Authenticator {
    * would need a hash the full queue cannot take. A burst of refusals (clients retrying together) costs
    * the event loop that many times a refusal's cost, which every reply in the burst waits behind.
    * The hash pool serves the attempts of pairs the limiter knows to be good first, and bounds each
-   * address's share of the rest (HashTurn): a flood of guesses waits behind the logins that succeed.
+   * address's and each caller's share of the rest (HashTurn): a flood of guesses waits behind the logins that succeed.
    */
   private verifyPassword(user: User | undefined, username: string, password: string, ticket: Ticket): Verified | Promise<Verified> | OverloadedError {
     if (user !== undefined && this.cache.check(user.id, user, password)) return { user, cached: true };
@@ -133,7 +141,7 @@ export class Authenticator {
     const fingerprint = this.cache.fingerprint(password);
     const key = user === undefined ? `${fingerprint}\u0000unknown\u0000${emailKey(username)}` : `${fingerprint}\u0000${user.passwordHash}`;
     const shared = this.inFlight.get(key);
-    const turn: HashTurn = { knownGood: user !== undefined && this.guard.limiter.trusted(ticket), address: ticket.addressKey };
+    const turn: HashTurn = { knownGood: user !== undefined && this.guard.limiter.trusted(ticket), address: ticket.addressKey, caller: ticket.scope };
     if (shared === undefined && this.pool.refuses(turn)) return overloaded;
     return user === undefined
       ? this.timed(shared ?? this.once(key, this.pool.verifyDummy(password, turn))).then(() => ({ user: undefined, cached: false }))
@@ -234,7 +242,8 @@ export class Authenticator {
    */
   caller(username: string, password: string, address = '', authorization?: string): CallerAnswer | Promise<CallerAnswer> {
     const type: CredentialType = username.includes('@') ? 'username' : 'apikey';
-    const checked = this.checkAudited(type, username, password, { address }, 'caller.authenticate');
+    // Scope '': a Basic caller is known by its TCP peer alone (see src/auth/limiter.ts).
+    const checked = this.checkAudited(type, username, password, { address }, '', 'caller.authenticate');
     return checked instanceof Promise
       ? checked.then((c) => this.callerOutcome(type, username, address, authorization, c))
       : this.callerOutcome(type, username, address, authorization, checked);
@@ -256,11 +265,14 @@ export class Authenticator {
     return checked === shed ? overloaded : caller;
   }
 
-  /** POST /authenticate: the User, or undefined for every kind of failure alike; `overloaded` as for caller(). */
+  /**
+   * POST /authenticate: the User, or undefined for every kind of failure alike; `overloaded` as for caller(). The
+   * attempt's address counts within its caller's scope (context.caller), whether the caller named it or not.
+   */
   authenticate(
-    applicationId: string, type: CredentialType, username: string, password: string, context: AttemptContext = { address: '' },
+    applicationId: string, type: CredentialType, username: string, password: string, context: AuthenticateContext,
   ): Answer | Promise<Answer> {
-    const checked = this.checkAudited(type, username, password, context, 'authenticate', applicationId);
+    const checked = this.checkAudited(type, username, password, context, context.caller, 'authenticate', applicationId);
     return checked instanceof Promise
       ? checked.then((c) => this.authenticateOutcome(applicationId, type, username, context, c))
       : this.authenticateOutcome(applicationId, type, username, context, checked);
@@ -307,10 +319,10 @@ export class Authenticator {
 
   /** check(), with an audit line when it throws (the hash pool failed, or filled up while a job waited for the dummy hash at start-up). */
   private checkAudited(
-    type: CredentialType, username: string, password: string, context: AttemptContext, action: string, applicationId?: string,
+    type: CredentialType, username: string, password: string, context: AttemptContext, scope: string, action: string, applicationId?: string,
   ): Checked | Promise<Checked> {
     try {
-      const checked = this.check(type, username, password, context.address);
+      const checked = this.check(type, username, password, context.address, scope);
       return checked instanceof Promise ? checked.catch((err: unknown) => this.auditThrown(err, type, username, context, action, applicationId)) : checked;
     } catch (err) {
       return this.auditThrown(err, type, username, context, action, applicationId);
@@ -329,9 +341,9 @@ export class Authenticator {
    * credential and about as late (a running mean of argon2 checks), without spending a hash on it.
    * Answered at once (no promise) when nothing has to wait: an API Key, or a password the cache knows.
    */
-  private check(type: CredentialType, username: string, password: string, address: string): Checked | Promise<Checked> {
+  private check(type: CredentialType, username: string, password: string, address: string, scope: string): Checked | Promise<Checked> {
     // By emailKey, so the NFC, NFD and case spellings of one address count against one account.
-    const admission = this.guard.limiter.acquire(type === 'username' ? `u:${emailKey(username)}` : `k:${username}`, address);
+    const admission = this.guard.limiter.acquire(type === 'username' ? `u:${emailKey(username)}` : `k:${username}`, address, scope);
     return admission instanceof Promise
       ? admission.then((a) => this.admitted(type, username, password, a))
       : this.admitted(type, username, password, admission);

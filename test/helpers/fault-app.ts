@@ -67,6 +67,8 @@ export interface OpenAppOptions {
   /** The argon2 parameters `pool` hashes with (else every login re-hashes, as after a parameter change). */
   readonly argon2?: { memoryKiB: number; iterations: number; parallelism: number };
   readonly limits?: LimiterSettings;
+  /** The limiter itself, made by the test (limits is then unused). */
+  readonly limiter?: BruteForceLimiter;
   /** Receives every audit entry. */
   readonly audit?: (entry: AuditEntry) => void;
   readonly snapshotEveryRecords?: number;
@@ -103,7 +105,7 @@ export class InProcessApp {
       await committer.commit((s, ctx) => bootstrap(s, { email: appAdminEmail, passwordHash }, ctx));
     }
     const audit = new Audit(opts.audit === undefined ? undefined : { write: (line) => opts.audit!(fromLine(JSON.parse(line) as object)) });
-    const limiter = new BruteForceLimiter(opts.limits ?? relaxedLimits);
+    const limiter = opts.limiter ?? new BruteForceLimiter(opts.limits ?? relaxedLimits);
     const cache = new VerifyCache({ ttlMs: 60_000, entriesMax: 1000 });
     const authenticator = new Authenticator(state, pool, cache, secrets, committer, opts.argon2 ?? fastArgon2, noopLogger, { limiter, audit });
     const metrics = new Metrics({ counts: () => state.counts(), get lastSeq() { return state.lastSeq; }, hashQueueDepth: () => pool.queueDepth, hashWorkers: pool.workers, searchIndexBuilding: () => state.search.building, persistence });

@@ -12,9 +12,9 @@ export function clock(): { now: () => number; advance: (ms: number) => void } {
   return { now: () => t, advance: (ms) => { t += ms; } };
 }
 
-/** One wrong password: admitted (if it is) and failed. */
-export function fail(limiter: BruteForceLimiter, account: string, address: string): Admission {
-  const a = limiter.admit(account, address);
+/** One wrong password: admitted (if it is) and failed. scope: the caller that named the address ('' for a Basic caller). */
+export function fail(limiter: BruteForceLimiter, account: string, address: string, scope = ''): Admission {
+  const a = limiter.admit(account, address, scope);
   if (a.admitted) limiter.failed(a.ticket);
   return a;
 }

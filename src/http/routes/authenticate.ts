@@ -2,6 +2,7 @@
 
 import { OverloadedError } from '../../auth/hash-pool.js';
 import type { Application, User } from '../../domain/entities.js';
+import { DomainError } from '../../domain/errors.js';
 import type { Answer, CredentialType } from '../../service/authenticator.js';
 import type { Issued } from '../../tokens/token-service.js';
 import { authenticate } from '../bodies.js';
@@ -48,8 +49,11 @@ export const authenticateRoutes: readonly RouteDecl[] = [
       return succeeded(deps, known.user, known.application, known.byPassword ? 'username' : 'apikey', known.keyId);
     },
     handler: ({ body: input, req, caller, deps }) => {
+      // The pipeline lets no request without a caller reach a route that asks for one; the caller scopes the address.
+      if (caller === undefined) throw new DomainError('unauthorized');
       const credential = input.credential!;
-      // The end user's address, as the calling application saw it, counts for the brute-force limiter.
+      // The end user's address as the calling application saw it, else the TCP peer: either counts for the
+      // brute-force limiter only within this caller's scope (src/auth/limiter.ts), never another caller's.
       const address = input.ip_address ?? req.remoteAddress;
       const type = input.type!;
       const answer = (user: Answer): RouteResult | OverloadedError | Promise<RouteResult> => {
@@ -64,7 +68,7 @@ export const authenticateRoutes: readonly RouteDecl[] = [
       };
       const user = deps.authenticator.authenticate(
         input.application!, type, credential.username!, credential.password!,
-        { address, peer: req.remoteAddress, caller: caller?.user.id, request: req.body, authorization: req.authorization },
+        { address, peer: req.remoteAddress, caller: caller.user.id, request: req.body, authorization: req.authorization },
       );
       // then() flattens a token's promise; whenReady's types would not.
       return user instanceof Promise ? user.then(answer) : answer(user);
