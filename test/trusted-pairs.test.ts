@@ -28,13 +28,13 @@ test('HalfSipHash-2-4 answers the published vectors, and hashes a string as its 
 test('a pair is trusted until its time, renewed in place, and found only under its own key', () => {
   const pairs = new TrustedPairs(64);
   pairs.useKey(Buffer.alloc(8, 1));
-  assert.equal(pairs.until('p:a'), 0);
+  assert.equal(pairs.until('p:a', 'a:a'), 0);
   pairs.trust('p:a', 'a:a', '', 1_000, 0);
   pairs.trust('p:b', 'a:b', '', 2_000, 0);
-  assert.equal(pairs.until('p:a'), 1_000);
-  assert.equal(pairs.until('p:b'), 2_000);
+  assert.equal(pairs.until('p:a', 'a:a'), 1_000);
+  assert.equal(pairs.until('p:b', 'a:b'), 2_000);
   pairs.trust('p:a', 'a:a', '', 3_000, 0);
-  assert.equal(pairs.until('p:a'), 3_000);
+  assert.equal(pairs.until('p:a', 'a:a'), 3_000);
   assert.equal(pairs.size, 2, 'renewed, not added again');
 
   const exported = pairs.export(2_500);
@@ -42,12 +42,12 @@ test('a pair is trusted until its time, renewed in place, and found only under i
   const sameKey = new TrustedPairs(64);
   sameKey.useKey(Buffer.alloc(8, 1));
   assert.equal(sameKey.import(exported, 2_500, 2_800), 1);
-  assert.equal(sameKey.until('p:a'), 2_800, 'capped at untilMax');
-  assert.equal(sameKey.until('p:b'), 0);
+  assert.equal(sameKey.until('p:a', 'a:a'), 2_800, 'capped at untilMax');
+  assert.equal(sameKey.until('p:b', 'a:b'), 0);
   const otherKey = new TrustedPairs(64);
   otherKey.useKey(Buffer.alloc(8, 2));
   otherKey.import(exported, 2_500, 2_800);
-  assert.equal(otherKey.until('p:a'), 0);
+  assert.equal(otherKey.until('p:a', 'a:a'), 0);
 
   const garbled = Buffer.from(exported);
   garbled.writeDoubleLE(Number.NaN, 16);
@@ -68,8 +68,8 @@ test('the table stays within its slots, a full bucket giving up the trust that e
   let recentFound = 0;
   let oldFound = 0;
   for (let i = 0; i < slots / 4; i++) {
-    if (pairs.until(`p:${total - 1 - i}`) === 10_000 + total - 1 - i) recentFound++;
-    if (pairs.until(`p:${i}`) !== 0) oldFound++;
+    if (pairs.until(`p:${total - 1 - i}`, `a:${total - 1 - i}`) === 10_000 + total - 1 - i) recentFound++;
+    if (pairs.until(`p:${i}`, `a:${i}`) !== 0) oldFound++;
   }
   assert.equal(recentFound, slots / 4, 'the latest pairs are all held');
   assert.equal(oldFound, 0, 'the earliest gave way');
@@ -90,14 +90,17 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     return pairs;
   }
 
-  /** Pairs of an account each, of the caller scope(i) ('': a Basic caller's), added until the table is full: the keys held. */
-  function fill(pairs: TrustedPairs, scope: (i: number) => string, until: number): string[] {
-    const keys: string[] = [];
+  /** A pair's key and its account's key. */
+  type Pair = readonly [pairKey: string, accountKey: string];
+
+  /** Pairs of an account each, of the caller scope(i) ('': a Basic caller's), added until the table is full: the pairs held. */
+  function fill(pairs: TrustedPairs, scope: (i: number) => string, until: number): Pair[] {
+    const held: Pair[] = [];
     for (let i = 0; pairs.size < slots; i++) {
-      keys.push(`p:other${i}`);
+      held.push([`p:other${i}`, `a:other${i}`]);
       pairs.trust(`p:other${i}`, `a:other${i}`, scope(i), until + i, now);
     }
-    return keys.filter((key) => pairs.until(key) !== 0);
+    return held.filter(([pair, account]) => pairs.until(pair, account) !== 0);
   }
 
   /** Successes of one caller: with one account, or an account each. */
@@ -110,14 +113,14 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     return held;
   }
 
-  const lost = (pairs: TrustedPairs, keys: string[]): number => keys.filter((key) => pairs.until(key) === 0).length;
+  const lost = (pairs: TrustedPairs, held: readonly Pair[]): number => held.filter(([pair, account]) => pairs.until(pair, account) === 0).length;
 
-  test('one account pushes out at most its quota of each full bucket, and nothing more however long it goes on', () => {
+  test('one account pushes out at most its quota of slots in all, and nothing more however long it goes on', () => {
     const pairs = table();
     const others = fill(pairs, (i) => `caller${i}`, 100_000);
     flood(pairs, 'attacker', 10_000, true);
     const first = lost(pairs, others);
-    assert.ok(first <= bruteForceTrustedPairAccountWaysMax * buckets, `${first} pushed out`);
+    assert.ok(first <= bruteForceTrustedPairAccountWaysMax, `${first} pushed out`);
     flood(pairs, 'attacker', 10_000, true, 10_000);
     assert.equal(lost(pairs, others), first, 'at its quota, the account replaces only its own');
     assert.equal(pairs.size, slots);
@@ -148,17 +151,23 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     assert.equal(restarted.trust('p:a:u:admin@example.com\u0000i:203.0.113.5', 'a:u:admin@example.com', '', 900_000, now), true);
   });
 
-  test('pairs a caller holds past its quota give way first: newcomers of others find room even in a table it filled', () => {
+  test('one account\'s pairs stay in one bucket, however many addresses it succeeds from', () => {
     const pairs = table();
     flood(pairs, 'attacker', 1_000, true);
+    assert.equal(pairs.size, trustedPairWays, 'the free slots of its own bucket are taken, no other');
+  });
+
+  test('pairs a caller holds past its quota give way first: newcomers of others find room even in a table it filled', () => {
+    const pairs = table();
+    flood(pairs, 'attacker', 1_000, false);
     assert.equal(pairs.size, slots, 'free slots are taken whatever the quota');
-    const newcomers: string[] = [];
+    const newcomers: Pair[] = [];
     for (let i = 0; i < 2 * buckets; i++) {
-      newcomers.push(`p:newcomer${i}`);
+      newcomers.push([`p:newcomer${i}`, `a:newcomer${i}`]);
       // Their trust ends before the attacker's: they still take the place of its guests, not the other way round.
       assert.equal(pairs.trust(`p:newcomer${i}`, `a:newcomer${i}`, `caller${i}`, 100_000 + i, now), true);
     }
-    flood(pairs, 'attacker', 10_000, true, 1_000);
+    flood(pairs, 'attacker', 10_000, false, 1_000);
     assert.equal(lost(pairs, newcomers), 0);
   });
 });

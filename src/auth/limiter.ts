@@ -305,7 +305,7 @@ export class BruteForceLimiter {
     const spacingMs = this.spacingMs(addressCounter);
     // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
     // trusted pair cannot ride it past the account's allowance. Looked up only when it changes something.
-    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedPairs.until(pairKey) > now
+    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedPairs.until(pairKey, account) > now
       && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
     if (exempt) accountState = 'open';
     if (accountState === 'locked') return { admitted: false, delayMs: tarpitMs, lockedBy: 'account' };
@@ -361,7 +361,7 @@ export class BruteForceLimiter {
    */
   trusted(ticket: Ticket): boolean {
     const now = this.now();
-    return (ticket.pair?.failures ?? 0) === 0 && this.trustedPairs.until(ticket.pairKey) > now;
+    return (ticket.pair?.failures ?? 0) === 0 && this.trustedPairs.until(ticket.pairKey, ticket.accountKey) > now;
   }
 
   /**

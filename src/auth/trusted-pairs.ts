@@ -3,13 +3,15 @@
 // Every successful authentication from a new address trusts a new pair. As a Map entry, each pair's key string
 // and entry would outlive the young generation and die in the old one: under production traffic (an end user per
 // address) a steady share of the collector's work. Here a pair is a few 32-bit words and a time in typed arrays:
-// set-associative buckets of trustedPairWays slots. A fingerprint is HalfSipHash-2-4 of the pair key under a secret
-// key, so no one who lacks the key can make a pair of theirs share the fingerprint of someone else's.
+// set-associative buckets of trustedPairWays slots, every pair of one account in the same bucket (chosen by its
+// account's tag). A fingerprint is HalfSipHash-2-4 of the pair key under a secret key, so no one who lacks the key
+// can make a pair of theirs share the fingerprint, or the bucket, of someone else's.
 //
 // Who may push whom out. A slot also holds 32-bit keyed tags of its pair's account and of its caller (the scope of
 // its address: the User id of the client application that named it in POST /authenticate; none for the admin API's
-// Basic callers, keyed by the TCP peer), and two flags. In each bucket an account holds as of right at most
-// bruteForceTrustedPairAccountWaysMax slots and a caller at most bruteForceTrustedPairCallerWaysMax; a pair that comes
+// Basic callers, keyed by the TCP peer), and two flags. An account holds as of right at most
+// bruteForceTrustedPairAccountWaysMax slots (of its one bucket), and a caller at most
+// bruteForceTrustedPairCallerWaysMax of each bucket; a pair that comes
 // when its account or caller already holds its quota there still takes a free slot, but as a guest (flagged). When a
 // new pair finds its bucket full:
 //   - if its account or its caller holds its quota there, it replaces the slot of that account (or caller) whose trust
@@ -18,8 +20,8 @@
 //   - a pair of a caller never takes the place of a Basic caller's pair that is not a guest (the admin API's trust
 //     cannot be pushed out by POST /authenticate traffic).
 // So one caller with one valid account, succeeding from as many ip_address values as it likes, takes from others at
-// most its account's quota of each bucket, and every slot it holds past that gives way first to anyone else's. Each
-// decision reads one bucket: O(trustedPairWays).
+// most its account's quota of slots in all, and every slot it holds past that gives way first to anyone else's; a
+// caller with many accounts takes at most its quota of each bucket. Each decision reads one bucket: O(trustedPairWays).
 
 import { randomBytes } from 'node:crypto';
 import { bruteForceTrustedPairAccountWaysMax, bruteForceTrustedPairCallerWaysMax } from '../config/limits.js';
@@ -146,27 +148,29 @@ export class TrustedPairs {
     this.#until.fill(0);
   }
 
-  /** Until when the pair is trusted (ms since the epoch), 0 if it is not held. */
-  until(pairKey: string): number {
-    const slot = this.#find(this.#fingerprint(pairKey));
+  /** Until when the pair is trusted (ms since the epoch), 0 if it is not held. accountKey: the limiter's key of the pair's account. */
+  until(pairKey: string, accountKey: string): number {
+    const first = this.#bucketOf(this.#tag(accountKey));
+    const fp = this.#fingerprint(pairKey);
+    const slot = this.#find(first, fp[0]!, fp[1]!);
     return slot === -1 ? 0 : this.#until[slot]!;
   }
 
   /**
    * Trusts the pair until `until`: renewed in place if held, else placed as the top of this file says (whether it
    * was: a full bucket may have no slot it may take). accountKey: the limiter's key of the pair's account; scope: its
-   * caller's User id, '' for a Basic caller of the admin API. The tags are hashed only for a pair not held yet.
+   * caller's User id, '' for a Basic caller of the admin API. The caller's tag is hashed only for a pair not held yet.
    */
   trust(pairKey: string, accountKey: string, scope: string, until: number, now: number): boolean {
+    const account = this.#tag(accountKey);
     const fp = this.#fingerprint(pairKey);
-    const held = this.#find(fp);
+    const fp0 = fp[0]!;
+    const fp1 = fp[1]!;
+    const held = this.#find(this.#bucketOf(account), fp0, fp1);
     if (held !== -1) {
       this.#until[held] = until;
       return true;
     }
-    const fp0 = fp[0]!;
-    const fp1 = fp[1]!;
-    const account = this.#tag(accountKey);
     const basic = scope === '';
     return this.#place(fp0, fp1, account, basic ? 0 : this.#tag(scope), basic ? trustedPairBasic : 0, until, now) !== -1;
   }
@@ -203,14 +207,13 @@ export class TrustedPairs {
       if (!Number.isFinite(until) || until <= now) continue;
       const fp0 = view.readInt32LE(at);
       const fp1 = view.readInt32LE(at + 4);
-      this.#fp[0] = fp0;
-      this.#fp[1] = fp1;
-      const held = this.#find(this.#fp);
+      const account = view.readInt32LE(at + 8);
+      const held = this.#find(this.#bucketOf(account), fp0, fp1);
       const flags = view.readUInt8(at + 24) & trustedPairBasic;
       // A Basic caller's pair has no caller tag: whatever the record says, it is compared with no caller's.
       const scope = flags === trustedPairBasic ? 0 : view.readInt32LE(at + 12);
       if (held !== -1) this.#until[held] = Math.min(until, untilMax);
-      else if (this.#place(fp0, fp1, view.readInt32LE(at + 8), scope, flags, Math.min(until, untilMax), now) === -1) continue;
+      else if (this.#place(fp0, fp1, account, scope, flags, Math.min(until, untilMax), now) === -1) continue;
       taken++;
     }
     return taken;
@@ -230,7 +233,7 @@ export class TrustedPairs {
    */
   #place(fp0: number, fp1: number, account: number, scope: number, flags: number, until: number, now: number): number {
     const basic = (flags & trustedPairBasic) !== 0;
-    const first = (fp0 & this.#bucketMask) * trustedPairWays;
+    const first = this.#bucketOf(account);
     let free = -1;
     let ownAccount = -1;
     let ownScope = -1;
@@ -291,10 +294,15 @@ export class TrustedPairs {
     return this.#fp[0]!;
   }
 
-  #find(fp: Int32Array): number {
-    const first = (fp[0]! & this.#bucketMask) * trustedPairWays;
+  /** The first slot of the bucket of an account's pairs, by the account's tag. */
+  #bucketOf(account: number): number {
+    return (account & this.#bucketMask) * trustedPairWays;
+  }
+
+  /** The slot of the bucket starting at `first` that holds the fingerprint (fp0, fp1), else -1. */
+  #find(first: number, fp0: number, fp1: number): number {
     for (let slot = first; slot < first + trustedPairWays; slot++) {
-      if (this.#until[slot]! > 0 && this.#fp0[slot] === fp[0] && this.#fp1[slot] === fp[1]) return slot;
+      if (this.#until[slot]! > 0 && this.#fp0[slot] === fp0 && this.#fp1[slot] === fp1) return slot;
     }
     return -1;
   }

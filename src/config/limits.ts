@@ -77,8 +77,9 @@ export const bruteForceCounterTouchMs = 1000;
 export const bruteForceTrustedPairSlots = 1 << 17;
 export const bruteForceTrustedPairTtlMs = 30 * 24 * 3600_000;
 /**
- * Of each bucket of trusted pairs (8 slots, src/auth/trusted-pairs.ts), what one account, and one caller of POST
- * /authenticate, may hold once the bucket is full: past it a newcomer of theirs replaces only their own pairs.
+ * Of a bucket of trusted pairs (8 slots, src/auth/trusted-pairs.ts; an account's pairs all in one), what one account,
+ * and one caller of POST /authenticate, may hold once the bucket is full: past it a newcomer of theirs replaces only
+ * their own pairs.
  */
 export const bruteForceTrustedPairAccountWaysMax = 2;
 export const bruteForceTrustedPairCallerWaysMax = 4;
