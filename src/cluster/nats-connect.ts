@@ -112,7 +112,7 @@ export function describeCredential(access: NatsAccess): string {
     case 'none':
       return client === ''
         ? 'no NATS credential is set: give the node its NATS user (CLUSTER_NATS_USER and CLUSTER_NATS_PASSWORD, CLUSTER_NATS_TOKEN, CLUSTER_NATS_CREDS, CLUSTER_NATS_NKEY_SEED_FILE or a TLS client certificate; docs/cluster.md)'
-        : `check the client certificate CLUSTER_NATS_TLS_CERT`;
+        : 'the server wants a NATS user besides the client certificate (CLUSTER_NATS_USER, CLUSTER_NATS_CREDS, ...), or maps no user to CLUSTER_NATS_TLS_CERT';
     case 'user':
       return c.from === 'CLUSTER_NATS_USER' ? `check CLUSTER_NATS_USER and its password${client}` : `check the user and password in the CLUSTER_NATS_SERVERS URLs${client}`;
     case 'token':
