@@ -11,13 +11,14 @@ test('without CLUSTER_NATS_SERVERS the embedded log is used', () => {
 });
 
 test('servers are split on commas; stream, replicas and node id have defaults, and flags work too', () => {
-  const c = loadConfig({ CLUSTER_NATS_SERVERS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222,10.0.0.3:4222' }, [])!.cluster!;
+  // Servers on other machines want a NATS credential (test/config-nats-auth.test.ts).
+  const c = loadConfig({ CLUSTER_NATS_SERVERS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222,10.0.0.3:4222', CLUSTER_NATS_CREDS: '/etc/authd/nats.creds' }, [])!.cluster!;
   assert.deepEqual(c.servers, ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222', '10.0.0.3:4222']);
   assert.equal(c.stream, 'authd');
   assert.equal(c.replicas, 3);
   assert.equal(c.nodeId, hostname());
   const f = loadConfig({}, ['--cluster-nats-servers', 'nats://127.0.0.1:4222', '--cluster-stream=users', '--cluster-replicas', '1', '--node-id', 'a-1'])!.cluster!;
-  assert.deepEqual({ ...f, servers: [...f.servers] }, { servers: ['nats://127.0.0.1:4222'], stream: 'users', replicas: 1, nodeId: 'a-1' });
+  assert.deepEqual({ ...f, servers: [...f.servers] }, { servers: ['nats://127.0.0.1:4222'], stream: 'users', replicas: 1, nodeId: 'a-1', nats: { credential: { kind: 'none' }, tls: undefined } });
 });
 
 test('bad cluster settings are refused, naming the setting', () => {

@@ -8,7 +8,7 @@ import { ApiKeySecrets, readKeyFile } from '../auth/apikey-secrets.js';
 import { unpackPasswordHash } from '../auth/packed-hash.js';
 import type { NodeStatus } from '../cluster/node-status.js';
 import type { StreamLog } from '../cluster/stream-log.js';
-import { ConfigError, loadConfig, settings, type ClusterConfig } from '../config/config.js';
+import { ConfigError, loadConfig, settings, type ClusterConfig, type SettingName } from '../config/config.js';
 import { walRecordBytesMax } from '../config/limits.js';
 import type { LogRecord, Op } from '../domain/entities.js';
 import { encodeRecord, packr } from '../persist/codec.js';
@@ -36,9 +36,21 @@ async function loadNats() {
 }
 type Nats = Awaited<ReturnType<typeof loadNats>>;
 
-const natsOptions: Options = { nats: { type: 'string' }, stream: { type: 'string' } };
+/** Flags for the NATS settings (--nats-creds is CLUSTER_NATS_CREDS); a password or token only through the environment or a file, as a command line is visible to every user. */
+const natsFlags: readonly (readonly [flag: string, setting: SettingName])[] = (Object.keys(settings) as SettingName[])
+  .filter((name) => name.startsWith('CLUSTER_NATS_') && !['CLUSTER_NATS_SERVERS', 'CLUSTER_NATS_PASSWORD', 'CLUSTER_NATS_TOKEN'].includes(name))
+  .map((name) => [name.slice('CLUSTER_'.length).toLowerCase().replace(/_/g, '-'), name]);
+const natsOptions: Options = {
+  nats: { type: 'string' }, stream: { type: 'string' },
+  ...Object.fromEntries(natsFlags.map(([flag]) => [flag, { type: flag === 'nats-insecure' ? 'boolean' : 'string' }])),
+};
 const natsHelp = `  --nats URLS        the cluster's NATS servers, comma-separated (CLUSTER_NATS_SERVERS)
-  --stream NAME      the stream (CLUSTER_STREAM; default authd)`;
+  --stream NAME      the stream (CLUSTER_STREAM; default authd)
+  --nats-user NAME, --nats-password-file FILE, --nats-token-file FILE, --nats-creds FILE,
+  --nats-nkey-seed-file FILE, --nats-tls-ca FILE, --nats-tls-cert FILE, --nats-tls-key FILE, --nats-insecure
+                     how to reach NATS, as a node does (docs/cluster.md): each is the setting of the same name
+                     (--nats-creds is CLUSTER_NATS_CREDS), which the environment may give instead; a password
+                     or token by value only there (CLUSTER_NATS_PASSWORD, CLUSTER_NATS_TOKEN)`;
 
 /** The cluster settings as a node reads them (src/config/config.ts), from the options or the environment. */
 function clusterFrom(values: Values, replicas?: string): ClusterConfig {
@@ -46,9 +58,15 @@ function clusterFrom(values: Values, replicas?: string): ClusterConfig {
     CLUSTER_NATS_SERVERS: stringOption(values, 'nats') ?? process.env['CLUSTER_NATS_SERVERS'],
     CLUSTER_STREAM: stringOption(values, 'stream') ?? process.env['CLUSTER_STREAM'],
     CLUSTER_REPLICAS: replicas ?? process.env['CLUSTER_REPLICAS'],
+    CLUSTER_NATS_PASSWORD: process.env['CLUSTER_NATS_PASSWORD'],
+    CLUSTER_NATS_TOKEN: process.env['CLUSTER_NATS_TOKEN'],
     // authctl is not a node: its name only labels the NATS connection.
     NODE_ID: 'authctl',
   };
+  for (const [flag, setting] of natsFlags) {
+    const value = values[flag];
+    env[setting] = value === true ? 'true' : typeof value === 'string' ? value : process.env[setting];
+  }
   let cluster: ClusterConfig | undefined;
   try {
     cluster = loadConfig(env, []).cluster;
@@ -62,8 +80,10 @@ function clusterFrom(values: Values, replicas?: string): ClusterConfig {
 
 async function openStream(nats: Nats, cluster: ClusterConfig, createMissing: boolean): Promise<StreamLog> {
   try {
-    return await nats.StreamLog.open({ servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId, createMissing, waitForServers: false });
+    return await nats.StreamLog.open({ servers: cluster.servers, nats: cluster.nats, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId, createMissing, waitForServers: false });
   } catch (err) {
+    // A credential file that cannot be read: nothing was tried on the servers.
+    if (err instanceof ConfigError) throw new CommandError(err.message, { cause: err });
     if (err instanceof nats.StreamMissingError) throw new CommandError(`${err.message} on ${cluster.servers.join(',')}: no node has started on it yet, and no cluster init ran`, { cause: err });
     throw new CommandError(`cannot reach the stream ${cluster.stream} on ${cluster.servers.join(',')}: ${(err as Error).message}`, { cause: err });
   }
@@ -136,7 +156,7 @@ function printStatus(io: Output, status: ClusterStatus): void {
 
 const statusCommand: Command = {
   name: 'cluster status', summary: 'show the cluster\'s stream and each node\'s applied sequence and lag',
-  help: `authctl cluster status [--nats URLS] [--stream NAME] [--json]
+  help: `authctl cluster status [--nats URLS] [--stream NAME] [--nats-... credentials] [--json]
 
 Reads the stream's state from JetStream (messages, bytes, first and last sequence, the servers that hold
 its replicas with their lag, the leader), then asks every node on <stream>.status and lists those that
@@ -280,7 +300,7 @@ async function publishAll(nats: Nats, log: StreamLog, messages: Iterable<InitMes
 
 const initCommand: Command = {
   name: 'cluster init', summary: 'move an embedded data directory into an empty cluster stream',
-  help: `authctl cluster init --from DIR [--key-file FILE] [--nats URLS] [--stream NAME] [--replicas N]
+  help: `authctl cluster init --from DIR [--key-file FILE] [--nats URLS] [--stream NAME] [--nats-... credentials] [--replicas N]
 
 Moves the state of an embedded server's data directory into a cluster: takes the directory's lock
 (refusing while a server runs on it), recovers its state read-only, and publishes every entity as put

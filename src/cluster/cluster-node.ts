@@ -63,7 +63,7 @@ export class ClusterNode {
     const { cluster, dataDir, logger } = opts;
     const storage = new NodeStorage();
     const log = await StreamLog.open({
-      servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId, startWaitMs: clusterStartWaitMs,
+      servers: cluster.servers, nats: cluster.nats, stream: cluster.stream, replicas: cluster.replicas, nodeId: cluster.nodeId, startWaitMs: clusterStartWaitMs,
       onConnection: (now) => {
         if (now) logger.info({ stream: cluster.stream }, 'reconnected to NATS');
         else logger.warn({ stream: cluster.stream }, 'lost the connection to NATS: writes answer 503, reads and authentications go on');

@@ -1,14 +1,16 @@
 // The NATS connection and the JetStream stream that holds the cluster's log: creating it, publishing to it with an expected last sequence, reading it in order, purging it.
 
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, errors, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import {
   DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
   type ConsumerMessages, type JetStreamClient, type JetStreamManager, type StreamInfo,
 } from '@nats-io/jetstream';
 import {
   clusterCloseMs, clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowBytesMax, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
-  clusterReconnectWaitMs,
+  clusterReconnectWaitMs, clusterStartWaitMs,
 } from '../config/limits.js';
+import type { NatsAccess } from '../config/config.js';
+import { anonymousNats, describeCredential, natsAuthOptions } from './nats-connect.js';
 
 /** max_payload counts a message's headers too: ours are a message id and an expected sequence, well under this. */
 const messageHeadersBytesMax = 1024;
@@ -74,6 +76,8 @@ export interface StreamLogOptions {
   readonly stream: string;
   readonly replicas: number;
   readonly nodeId: string;
+  /** The credential and TLS to connect with (ClusterConfig.nats); undefined: none, as for a NATS server on this machine. */
+  readonly nats?: NatsAccess;
   /** Told whenever the connection to NATS is lost or comes back. */
   readonly onConnection?: (connected: boolean) => void;
   /** false: a missing stream is a StreamMissingError instead of being created (`authctl cluster status` only looks). */
@@ -106,12 +110,18 @@ export class StreamLog {
     this.subject = `${stream}.log`;
   }
 
-  /** Connects (retrying until clusterConnectTimeoutMs) and makes sure the stream exists, creating it if missing. */
+  /**
+   * Connects and makes sure the stream exists, creating it if missing. A credential file that cannot be read is a
+   * ConfigError before any socket is opened. While no server answers, every server is tried again for startWaitMs
+   * (clusterStartWaitMs by default; one round with waitForServers false); credentials or a certificate refused end
+   * it at once, with what to check.
+   */
   static async open(opts: StreamLogOptions): Promise<StreamLog> {
-    const nc = await connect({
+    const access = opts.nats ?? anonymousNats;
+    const nc = await connectWithin({
       servers: [...opts.servers], name: `authd-${opts.nodeId}`, timeout: clusterConnectTimeoutMs,
-      maxReconnectAttempts: -1, reconnectTimeWait: clusterReconnectWaitMs, waitOnFirstConnect: opts.waitForServers ?? true,
-    });
+      maxReconnectAttempts: -1, reconnectTimeWait: clusterReconnectWaitMs, ...natsAuthOptions(access),
+    }, opts.waitForServers === false ? 0 : opts.startWaitMs ?? clusterStartWaitMs, access);
     try {
       // The manager too: making it asks JetStream for the account's info, which is refused while servers elect a meta leader.
       const start = async (): Promise<StreamLog> => {
@@ -267,6 +277,55 @@ export class StreamLog {
       }
     })();
   }
+}
+
+/**
+ * The first connection, tried again while the servers do not answer, for up to waitMs. nats.js's own waiting
+ * (waitOnFirstConnect) retries for ever whatever the error, so a certificate a server refuses would hang the start;
+ * once connected, nats.js reconnects by itself for ever.
+ */
+async function connectWithin(options: NodeConnectionOptions & { servers: string[] }, waitMs: number, access: NatsAccess): Promise<NatsConnection> {
+  const deadline = performance.now() + waitMs;
+  for (;;) {
+    try {
+      return await connect({ ...options, waitOnFirstConnect: false });
+    } catch (err) {
+      const refused = refusal(err, access);
+      if (refused !== undefined) throw new StreamUnavailableError(refused, { cause: err });
+      if (performance.now() + clusterReconnectWaitMs > deadline) {
+        const why = err instanceof Error ? err.message : String(err);
+        const within = waitMs > 0 ? ` within ${Math.round(waitMs / 1000)} s` : '';
+        throw new StreamUnavailableError(`no NATS server answered (${options.servers.join(',')})${within}: ${why}${timeoutHint(err, access)}`, { cause: err });
+      }
+      await new Promise((resolve) => setTimeout(resolve, clusterReconnectWaitMs));
+    }
+  }
+}
+
+/**
+ * A server that verifies client certificates ends the connection of a client whose certificate it refuses (or that
+ * shows none) after the TLS handshake, without a word: the client sees no answer.
+ */
+function timeoutHint(err: unknown, access: NatsAccess): string {
+  if (!(err instanceof errors.TimeoutError) || access.tls === undefined) return '';
+  return access.tls.certFile === undefined
+    ? '; a server that verifies client certificates ends the connection of a client without one this way: set CLUSTER_NATS_TLS_CERT and CLUSTER_NATS_TLS_KEY'
+    : '; a server that refuses the client certificate (CLUSTER_NATS_TLS_CERT) ends the connection this way: check that its CA signed it';
+}
+
+/** What to say when err is a refusal that trying again cannot change (credentials, certificates, TLS); undefined otherwise. */
+function refusal(err: unknown, access: NatsAccess): string | undefined {
+  if (err instanceof errors.AuthorizationError || err instanceof errors.UserAuthenticationExpiredError) {
+    return `NATS refused this node's credentials (${err.message}): ${describeCredential(access)}`;
+  }
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && /^ERR_(TLS|SSL)_|CERT|SELF_SIGNED|UNABLE_TO_/.test(code)) {
+    return `TLS with the NATS server failed (${(err as Error).message}): check CLUSTER_NATS_TLS_CA (the CA that signed the servers' certificates) and the servers' certificates (their names or addresses, their dates)`;
+  }
+  if ((err instanceof errors.ConnectionError || err instanceof errors.InvalidArgumentError) && /\btls\b/i.test(err.message)) {
+    return `the NATS server does not offer the TLS this node requires (${err.message}): enable TLS on the servers, or unset CLUSTER_NATS_TLS_* and use nats:// URLs`;
+  }
+  return undefined;
 }
 
 function unavailable(err: unknown, what: string): StreamUnavailableError {

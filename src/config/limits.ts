@@ -326,7 +326,7 @@ export const repairStepsMax = 256;
 export const snapshotChunkBytesMax = 256 * 1024;
 
 // --- cluster mode: the log on NATS JetStream (src/cluster/) ---
-/** How long a node waits for NATS at start (and for each later reconnect attempt to answer). */
+/** How long one attempt to connect to a NATS server may take to answer (at start and at each reconnection). */
 export const clusterConnectTimeoutMs = 5_000;
 /** Pause between reconnect attempts to NATS; attempts never stop. */
 export const clusterReconnectWaitMs = 250;
@@ -365,7 +365,7 @@ export const clusterCloseMs = 2_000;
 /** The stream's reader asks for at most this many bytes at a time: by message count (100 by default), messages near
  *  max_payload would pile up past what the server lets a client have pending, and it cuts the client off as slow. */
 export const clusterFollowBytesMax = 8 * 1024 * 1024;
-/** A starting node keeps trying this long to reach the stream and its bucket while JetStream is unavailable (an election). */
+/** A starting node keeps trying this long to reach NATS, and the stream and its bucket while JetStream is unavailable (an election). */
 export const clusterStartWaitMs = 30_000;
 /**
  * A read from the cluster's bucket (its listing, an object, each next part of a snapshot) that brings nothing for this

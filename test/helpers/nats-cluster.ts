@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { liveChildren, liveRoots } from './children.js';
 
 /** How long one server may take to accept clients after it was spawned. */
@@ -132,7 +132,9 @@ interface RunningServer {
 }
 
 /** nats-server's config syntax accepts JSON-style quoted strings, so JSON.stringify quotes paths safely. */
-function configText(spec: ServerSpec, clusterName: string, peers: readonly ServerSpec[], jetstream: boolean, maxPayloadBytes: number | undefined): string {
+function configText(spec: ServerSpec, clusterName: string, peers: readonly ServerSpec[], options: NatsClusterOptions): string {
+  const { jetstream = true, maxPayloadBytes, config, extraConfig } = options;
+  if (config !== undefined) return config({ clientPort: spec.clientPort, storeDir: join(spec.dir, 'store'), dir: spec.dir });
   const lines = [
     `server_name: ${JSON.stringify(spec.name)}`,
     `listen: "127.0.0.1:${spec.clientPort}"`,
@@ -149,6 +151,7 @@ function configText(spec: ServerSpec, clusterName: string, peers: readonly Serve
       '}',
     );
   }
+  if (extraConfig !== undefined) lines.push(extraConfig);
   return lines.join('\n') + '\n';
 }
 
@@ -247,6 +250,15 @@ export interface NatsClusterOptions {
   readonly jetstream?: boolean;
   /** The servers' max_payload; their default (1 MiB) when undefined. */
   readonly maxPayloadBytes?: number;
+  /** Configuration text added to each server's (users, accounts, TLS, an operator). */
+  readonly extraConfig?: string;
+  /**
+   * A lone server's whole configuration instead of the one made here (the test's own, e.g. one taken from the docs);
+   * dir holds its configuration file, which files it includes are relative to.
+   */
+  readonly config?: (server: { readonly clientPort: number; readonly storeDir: string; readonly dir: string }) => string;
+  /** Credentials and TLS for the harness's own connection (the JetStream readiness check) to servers that require them. */
+  readonly clientOptions?: NodeConnectionOptions;
 }
 
 export interface NatsCluster {
@@ -287,6 +299,7 @@ class RunningCluster implements NatsCluster {
     private readonly root: string,
     private readonly specs: readonly ServerSpec[],
     private readonly jetstream: boolean,
+    private readonly options: NatsClusterOptions,
   ) {
     this.urls = specs.map((spec) => `nats://127.0.0.1:${spec.clientPort}`);
     this.serverNames = specs.map((spec) => spec.name);
@@ -346,12 +359,14 @@ class RunningCluster implements NatsCluster {
   async waitForJetStream(timeoutMs = jetstreamReadyTimeoutMs): Promise<void> {
     if (!this.jetstream) return;
     const replicas = this.running.filter((server) => server !== undefined && !hasExited(server.child)).length;
-    const nc = await connect({ servers: this.urls, timeout: readyRequestTimeoutMs, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const nc = await connect({ servers: this.urls, timeout: readyRequestTimeoutMs, maxReconnectAttempts: -1, reconnectTimeWait: 100, ...this.options.clientOptions });
     try {
-      // A stream with one replica per server proves the meta leader exists and knows every peer.
+      // A stream with one replica per server proves the meta leader exists and knows every peer. A lone server
+      // needs no election: its answer about the account is enough, and needs no permission to create streams.
       const probe = `harness_ready_${process.pid}`;
       await retryUntil(async () => {
         const jsm = await jetstreamManager(nc, { timeout: readyRequestTimeoutMs });
+        if (this.specs.length === 1) return;
         await jsm.streams.add({ name: probe, subjects: [`${probe}.>`], storage: 'memory', num_replicas: replicas });
         await jsm.streams.delete(probe);
       }, { timeoutMs, intervalMs: 200, what: `JetStream on ${this.urls.length} nats-server(s)`, signal: this.stopping.signal });
@@ -411,16 +426,17 @@ function makeSpecs(root: string, servers: number, ports: readonly number[]): Ser
  * place a stream replicated on all of them. Call `stop()` in `after()`.
  */
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
-  const { servers = 3, jetstream = true, maxPayloadBytes } = options;
+  const { servers = 3, jetstream = true } = options;
   if (!Number.isInteger(servers) || servers < 1) throw new Error(`servers must be a positive integer, not ${servers}`);
+  if (options.config !== undefined && servers !== 1) throw new Error('a whole configuration is for a lone server');
   const binary = natsServerPath();
   if (binary === undefined) throw new Error(skipReasonFor(undefined, false) || 'nats-server is not installed');
   for (let attempt = 1; ; attempt += 1) {
     const root = mkdtempSync(join(tmpdir(), 'authd-nats-'));
     const specs = makeSpecs(root, servers, await freePorts(servers * 2));
     const clusterName = `authd-test-${process.pid}`;
-    for (const spec of specs) writeFileSync(spec.configFile, configText(spec, clusterName, specs, jetstream, maxPayloadBytes));
-    const cluster = new RunningCluster(binary, root, specs, jetstream);
+    for (const spec of specs) writeFileSync(spec.configFile, configText(spec, clusterName, specs, options));
+    const cluster = new RunningCluster(binary, root, specs, jetstream, options);
     try {
       await cluster.startAll();
       await Promise.race([cluster.waitForJetStream(), cluster.anyExit()]);
