@@ -151,6 +151,16 @@ describe('authctl cluster', { skip }, () => {
       assert.match(text.stdout, new RegExp(`^stream ${stream} \\(subject ${stream}\\.log\\): ${json.stream.messages} messages`, 'm'));
       assert.match(text.stdout, /^NODE +APPLIED +LAG +READINESS +VERSION +STARTED$/m);
       assert.match(text.stdout, new RegExp(`^behind-node +1 +${json.stream.last_seq - 1} +catching_up +9\\.9\\.9 `, 'm'));
+      // Issue 42: the answers are sealed under the cluster's key; under another they do not open, and are said so.
+      const otherKey = join(embedded.root, 'other.key');
+      writeFileSync(otherKey, randomBytes(32), { mode: 0o600 });
+      const stranger = await authctl(['cluster', 'status', '--json', '--key-file', otherKey], { env: clusterEnv() });
+      assert.equal(stranger.code, 0, stranger.stdout + stranger.stderr);
+      const unread = JSON.parse(stranger.stdout) as StatusJson & { unreadable: number };
+      assert.deepEqual(unread.nodes, []);
+      assert.ok(unread.unreadable >= 1, stranger.stdout);
+      const strangerText = await authctl(['cluster', 'status', '--key-file', otherKey], { env: clusterEnv() });
+      assert.match(strangerText.stdout, /answers did not open under this server key/);
     } finally {
       status.stop();
       await nc.close();

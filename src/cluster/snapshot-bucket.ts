@@ -129,7 +129,7 @@ export class SnapshotBucket {
  * shorter), each sealed for the object's name, its index and whether it is the last, so that a part left out, cut
  * short, moved, or taken from another object does not open.
  */
-function sealedFile(path: string, seal: ClusterSeal, stream: string, name: string): ReadableStream<Uint8Array> {
+export function sealedFile(path: string, seal: ClusterSeal, stream: string, name: string): ReadableStream<Uint8Array> {
   let file: FileHandle | undefined;
   let size = 0;
   let position = 0;
