@@ -349,7 +349,7 @@ export const sharedFailuresSentPerSecondMax = 20_000;
  * dropped. Bounds what the client holds for a connection that died without a word, until NATS notices (its pings).
  */
 export const sharedFailuresUnconfirmedMax = 1024;
-/** A message on the failures subject larger than this is ignored unread: a node's are far smaller (a node id of 64 characters at most, two names cut to 256). */
+/** A message on the failures subject larger than this is refused unopened: a node's are far smaller (a sender id, a counter, a time, two names cut to 256, the seal's 28 bytes). */
 export const sharedFailureBytesMax = 4096;
 /** A node's shutdown waits this long at most for its NATS connection to drain. */
 export const clusterCloseMs = 2_000;
