@@ -43,7 +43,7 @@ const natsHelp = `  --nats URLS        the cluster's NATS servers, comma-separat
 
 /**
  * The server key as a node reads it: --key-file, else SERVER_KEY, else KEY_FILE (default ./secrets/server.key).
- * Everything on the cluster's NATS is sealed under it (src/cluster/seal.ts); for is what it is needed for, in a refusal.
+ * Everything on the cluster's NATS is sealed under it (src/cluster/seal.ts); forWhat names the key wanted, in a refusal.
  */
 function serverKey(values: Values, forWhat: string): { secrets: ApiKeySecrets; source: string } {
   const keyFileOption = stringOption(values, 'key-file');

@@ -298,7 +298,9 @@ async function loadSnapshot(
     const loaded = await loadFile(storage, snapshot.path, logger);
     if (loaded !== undefined) return loaded;
   }
-  for (const seq of await bucket.snapshotSeqs()) {
+  const held = await bucket.snapshots();
+  for (const object of held.foreign) rejected.reject('snapshot', { object, reason: 'not put by a node of this cluster (its tag does not open)' });
+  for (const seq of held.seqs) {
     if (seq + 1 < firstSeq) break;
     logger.info({ baseSeq: seq }, 'downloading the cluster\'s snapshot from its bucket');
     let download;

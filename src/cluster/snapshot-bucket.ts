@@ -71,12 +71,25 @@ export class SnapshotBucket {
 
   /** Base sequences of the snapshots held, newest first. */
   async snapshotSeqs(): Promise<number[]> {
+    return (await this.snapshots()).seqs;
+  }
+
+  /**
+   * Base sequences of the snapshots a node put, newest first, and the names of the snapshot objects no node put (their
+   * description is not this bucket's sealed tag for their name): those are never downloaded, kept or counted on, so an
+   * object someone else puts cannot steer which snapshots are kept or how far the stream is purged.
+   */
+  async snapshots(): Promise<{ seqs: number[]; foreign: string[] }> {
     const seqs: number[] = [];
+    const foreign: string[] = [];
     for (const info of await withinIdle(this.bucket.list(), clusterBucketIdleMs, 'listing the snapshots')) {
       const seq = parseSnapshotFileName(info.name);
-      if (seq !== undefined && !info.deleted) seqs.push(seq);
+      if (seq === undefined || info.deleted) continue;
+      const tag = Buffer.from(info.description ?? '', 'base64url');
+      if (this.seal.open(tag, this.#nameContext(info.name)) === undefined) foreign.push(info.name);
+      else seqs.push(seq);
     }
-    return seqs.sort((a, b) => b - a);
+    return { seqs: seqs.sort((a, b) => b - a), foreign };
   }
 
   /**
@@ -85,7 +98,8 @@ export class SnapshotBucket {
    */
   async put(path: string, baseSeq: number): Promise<number[]> {
     const name = snapshotFileName(baseSeq);
-    await this.bucket.put({ name }, sealedFile(path, this.seal, this.stream, name));
+    const tag = this.seal.seal(new Uint8Array(0), this.#nameContext(name)).toString('base64url');
+    await this.bucket.put({ name, description: tag }, sealedFile(path, this.seal, this.stream, name));
     const held = await this.snapshotSeqs();
     for (const old of held.slice(clusterSnapshotsKept)) await this.bucket.delete(snapshotFileName(old));
     return held.slice(0, clusterSnapshotsKept);
@@ -104,6 +118,11 @@ export class SnapshotBucket {
     const opener = new PartOpener(this.seal, this.stream, name, result.info.size);
     const path = join(dir, name);
     return new Download(path, result.info.size, result.data, result.error, await storage.create(`${path}${tmpSuffix}`), storage, dir, clusterBucketIdleMs, opener);
+  }
+
+  /** What a snapshot object's description seals (nothing) for: its name in this bucket. */
+  #nameContext(name: string): Buffer {
+    return sealContext('snapshot', this.stream, name, 'name');
   }
 
   #keyContext(fingerprint: string): Buffer {
