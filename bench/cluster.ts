@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
+import { ClusterSeal, clusterSealSubkeyLabel } from '../src/cluster/seal.js';
 import { SnapshotBucket } from '../src/cluster/snapshot-bucket.js';
 import { StreamLog } from '../src/cluster/stream-log.js';
 import { classifyDir } from '../src/persist/layout.js';
@@ -97,8 +98,10 @@ async function prepareStream(nats: NatsCluster, stream: string, replicas: number
   const written = await writeSnapshot(storage, dir, state.snapshotSource());
   const streamLog = await StreamLog.open({ servers: nats.urls, stream, replicas, nodeId: 'bench' });
   try {
-    const bucket = await SnapshotBucket.open(streamLog.connection, stream, replicas);
-    await bucket.checkKey(ApiKeySecrets.load({ keyFile }).fingerprint());
+    const secrets = ApiKeySecrets.load({ keyFile });
+    const bucket = await SnapshotBucket.open(streamLog.connection, stream, replicas, new ClusterSeal(secrets.subkey(clusterSealSubkeyLabel)));
+    // A new stream: nothing in it to be of an earlier, unsealed version.
+    await bucket.checkKey(secrets.fingerprint(), () => Promise.resolve(false));
     await bucket.put(written.path, 0);
   } finally {
     await streamLog.close();

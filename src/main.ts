@@ -3,6 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
+import type { ApiKeySecrets } from './auth/apikey-secrets.js';
 import { HashPool, OverloadedError } from './auth/hash-pool.js';
 import { VerifyCache } from './auth/verify-cache.js';
 import { ConfigError, defaultPublicUrl, loadConfig, settings, usage, type ClusterConfig, type Config } from './config/config.js';
@@ -23,6 +24,7 @@ import { faultSettingsFromEnv, withFaults } from './persist/fault-injection.js';
 import { openPersistence, type Persistence } from './persist/persistence.js';
 import type { SnapshotWritten } from './persist/snapshot.js';
 import type { NodeReadiness } from './cluster/node-status.js';
+import type { RejectedKind } from './cluster/rejected.js';
 import type { SharedFailures } from './cluster/shared-failures.js';
 import { describeRepair, repairDataDir } from './persist/repair.js';
 import { NodeStorage } from './persist/storage.js';
@@ -115,7 +117,9 @@ interface Store {
   readonly committer: Commits;
   readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
   readonly persistence?: Persistence;
-  readonly cluster?: { readonly readiness: NodeReadiness; readonly conflicts: number; readonly refused: number };
+  readonly cluster?: {
+    readonly readiness: NodeReadiness; readonly conflicts: number; readonly refused: number; readonly rejected: Readonly<Record<RejectedKind, number>>;
+  };
   readiness(): NodeReadiness;
   /** Cluster mode: see PipelineDeps.strongRead. */
   readonly strongRead?: () => Promise<void>;
@@ -141,13 +145,17 @@ async function openEmbedded(config: Config, logger: Logger, clock: MicrosClock, 
   };
 }
 
-async function openCluster(config: Config, cluster: ClusterConfig, logger: Logger, clock: MicrosClock, identity: Identity, keyFingerprint: string): Promise<Store> {
+async function openCluster(config: Config, cluster: ClusterConfig, logger: Logger, clock: MicrosClock, identity: Identity, secrets: ApiKeySecrets): Promise<Store> {
   // Loaded only in cluster mode: the NATS client's modules would lengthen every embedded start for nothing.
-  const [{ ClusterNode }, { ClusterCommitter }, { shareFailures }] = await Promise.all([
+  const [{ ClusterNode }, { ClusterCommitter }, { shareFailures }, { ClusterSeal, clusterSealSubkeyLabel }, { RejectedMessages }] = await Promise.all([
     import('./cluster/cluster-node.js'), import('./cluster/cluster-committer.js'), import('./cluster/shared-failures.js'),
+    import('./cluster/seal.js'), import('./cluster/rejected.js'),
   ]);
+  // Everything this node puts on NATS is sealed under a subkey of the server key every node shares (docs/cluster.md).
+  const seal = new ClusterSeal(secrets.subkey(clusterSealSubkeyLabel));
+  const rejected = new RejectedMessages(logger);
   const node = await ClusterNode.open({
-    cluster, dataDir: config.dataDir, keyFingerprint, logger,
+    cluster, dataDir: config.dataDir, keyFingerprint: secrets.fingerprint(), seal, rejected, logger,
     snapshotEveryRecords: config.snapshotEveryRecords, snapshotEverySeconds: config.snapshotEverySeconds,
     onFatal: (err) => {
       logger.fatal({ err: err.message }, 'cannot go on following the cluster log; exiting so that a restart loads it again');
@@ -157,12 +165,15 @@ async function openCluster(config: Config, cluster: ClusterConfig, logger: Logge
   logger.info({ stream: cluster.stream, node: cluster.nodeId, fromSeq: node.state.lastSeq + 1 }, 'following the cluster log');
   await node.caughtUp();
   clock.notBefore(node.state.lastAt);
-  const committer = new ClusterCommitter(node.state, node.replica, node.log, clock, identity);
+  const committer = new ClusterCommitter(node.state, node.replica, node.writer, clock, identity);
   return {
     state: node.state, committer, snapshots: node,
-    cluster: { get readiness() { return node.readiness; }, get conflicts() { return committer.conflicts; }, get refused() { return committer.refused; } },
+    cluster: {
+      get readiness() { return node.readiness; }, get conflicts() { return committer.conflicts; }, get refused() { return committer.refused; },
+      rejected: rejected.counts,
+    },
     readiness: () => node.readiness, strongRead: () => node.syncPoint(), close: () => node.close(),
-    shareFailures: (limiter) => shareFailures(node.log.connection, cluster.stream, cluster.nodeId, limiter),
+    shareFailures: (limiter) => shareFailures(node.log.connection, cluster.stream, limiter, seal, rejected),
   };
 }
 
@@ -224,7 +235,7 @@ async function main(): Promise<void> {
   };
   const store = config.cluster === undefined
     ? await openEmbedded(config, logger, clock, identity, exitOnStorageFailure)
-    : await openCluster(config, config.cluster, logger, clock, identity, secrets.fingerprint());
+    : await openCluster(config, config.cluster, logger, clock, identity, secrets);
   const { state, committer } = store;
   logger.info({ ...state.counts(), lastSeq: state.lastSeq, ms: Math.round(performance.now() - started) }, 'state recovered');
   const sharedEmails = state.sharedEmailKeys();

@@ -8,8 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { initMessages, stateOps } from '../src/cli/cluster.js';
 import { loadReadOnly } from '../src/cli/datadir.js';
+import { ApiKeySecrets } from '../src/auth/apikey-secrets.js';
 import { serveNodeStatus } from '../src/cluster/node-status.js';
+import { RejectedMessages } from '../src/cluster/rejected.js';
 import { decodeMessage } from '../src/cluster/replica.js';
+import { ClusterSeal, clusterSealSubkeyLabel } from '../src/cluster/seal.js';
 import { State } from '../src/store/state.js';
 import { authctl } from './helpers/authctl.js';
 import { authenticate, baseApplicationId, createApplication, createGroup, createUser, defaultUserPassword } from './helpers/http-fixtures.js';
@@ -31,8 +34,9 @@ const stream = 'clitest';
 /** The same entity as served by two servers on different ports. */
 const stripHosts = (v: unknown): unknown => JSON.parse(JSON.stringify(v).replace(/http:\/\/127\.0\.0\.1:\d+/g, ''));
 
+/** The cluster's settings and its server key (the data directory's), as a node or an operator gives them. */
 function clusterEnv(s = stream): Record<string, string> {
-  return { CLUSTER_NATS_SERVERS: nats!.urls[0]!, CLUSTER_STREAM: s };
+  return { CLUSTER_NATS_SERVERS: nats!.urls[0]!, CLUSTER_STREAM: s, KEY_FILE: embedded.keyFile };
 }
 
 interface StatusJson {
@@ -90,13 +94,13 @@ describe('authctl cluster', { skip }, () => {
     const res = await authctl(['cluster', 'init', '--from', embedded.dataDir, '--key-file', wrongKey, '--replicas', '1'], { env: clusterEnv() });
     assert.equal(res.code, 1, res.stdout + res.stderr);
     assert.match(res.stderr, /was written with a key of fingerprint/);
-    const status = await authctl(['cluster', 'status', '--nats', nats!.urls[0]!, '--stream', stream]);
+    const status = await authctl(['cluster', 'status', '--nats', nats!.urls[0]!, '--stream', stream, '--key-file', embedded.keyFile]);
     assert.equal(status.code, 1);
     assert.match(status.stderr, /stream clitest does not exist/);
   });
 
   test('init moves the data directory into an empty stream; a cluster node serves the same Users', async () => {
-    const res = await authctl(['cluster', 'init', '--from', embedded.dataDir, '--replicas', '1'], { env: { ...clusterEnv(), KEY_FILE: embedded.keyFile } });
+    const res = await authctl(['cluster', 'init', '--from', embedded.dataDir, '--replicas', '1'], { env: clusterEnv() });
     assert.equal(res.code, 0, res.stdout + res.stderr);
     assert.match(res.stdout, new RegExp(`moved 2 organizations, 2 applications, 1 groups, ${usersMade + 1} users from .* into stream ${stream} as \\d+ messages`));
     const messages = Number(/as (\d+) messages/.exec(res.stdout)![1]);
@@ -125,9 +129,10 @@ describe('authctl cluster', { skip }, () => {
 
   test('status lists the stream and a node that answers, with its lag', async () => {
     const nc: NatsConnection = await connect({ servers: nats!.urls[0]! });
+    const key = ApiKeySecrets.load({ keyFile: embedded.keyFile }).subkey(clusterSealSubkeyLabel);
     const status = serveNodeStatus(nc, stream, 'behind-node', () => ({
       node: 'ignored', applied_seq: 1, readiness: 'catching_up', version: '9.9.9', started_at: '2026-01-01T00:00:00.000Z',
-    }));
+    }), new ClusterSeal(key), new RejectedMessages({ warn: () => undefined }));
     try {
       const res = await authctl(['cluster', 'status', '--json'], { env: clusterEnv() });
       assert.equal(res.code, 0, res.stdout + res.stderr);
@@ -141,11 +146,21 @@ describe('authctl cluster', { skip }, () => {
       assert.deepEqual(behind, {
         node: 'behind-node', applied_seq: 1, lag: json.stream.last_seq - 1, readiness: 'catching_up', version: '9.9.9', started_at: '2026-01-01T00:00:00.000Z',
       });
-      const text = await authctl(['cluster', 'status', '--nats', nats!.urls[0]!, '--stream', stream]);
+      const text = await authctl(['cluster', 'status', '--nats', nats!.urls[0]!, '--stream', stream, '--key-file', embedded.keyFile]);
       assert.equal(text.code, 0, text.stdout + text.stderr);
       assert.match(text.stdout, new RegExp(`^stream ${stream} \\(subject ${stream}\\.log\\): ${json.stream.messages} messages`, 'm'));
       assert.match(text.stdout, /^NODE +APPLIED +LAG +READINESS +VERSION +STARTED$/m);
       assert.match(text.stdout, new RegExp(`^behind-node +1 +${json.stream.last_seq - 1} +catching_up +9\\.9\\.9 `, 'm'));
+      // Issue 42: the answers are sealed under the cluster's key; under another they do not open, and are said so.
+      const otherKey = join(embedded.root, 'other.key');
+      writeFileSync(otherKey, randomBytes(32), { mode: 0o600 });
+      const stranger = await authctl(['cluster', 'status', '--json', '--key-file', otherKey], { env: clusterEnv() });
+      assert.equal(stranger.code, 0, stranger.stdout + stranger.stderr);
+      const unread = JSON.parse(stranger.stdout) as StatusJson & { unreadable: number };
+      assert.deepEqual(unread.nodes, []);
+      assert.ok(unread.unreadable >= 1, stranger.stdout);
+      const strangerText = await authctl(['cluster', 'status', '--key-file', otherKey], { env: clusterEnv() });
+      assert.match(strangerText.stdout, /answers did not open under this server key/);
     } finally {
       status.stop();
       await nc.close();
@@ -168,7 +183,7 @@ describe('authctl cluster', { skip }, () => {
     assert.equal(res.code, 2);
     assert.match(res.stderr, /--nats is required/);
     const [closedPort] = await freePorts(1);
-    const unreachable = await authctl(['cluster', 'status', '--nats', `nats://127.0.0.1:${closedPort}`]);
+    const unreachable = await authctl(['cluster', 'status', '--nats', `nats://127.0.0.1:${closedPort}`], { env: { KEY_FILE: embedded.keyFile } });
     assert.equal(unreachable.code, 1, 'fails at once rather than waiting for a server');
     assert.match(unreachable.stderr, /cannot reach the stream authd on nats:\/\/127\.0\.0\.1:\d+/);
     for (let i = 0; i < 2; i++) {

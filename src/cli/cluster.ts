@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { ApiKeySecrets, readKeyFile } from '../auth/apikey-secrets.js';
 import { unpackPasswordHash } from '../auth/packed-hash.js';
 import type { NodeStatus } from '../cluster/node-status.js';
+import type { ClusterSeal } from '../cluster/seal.js';
 import type { StreamLog } from '../cluster/stream-log.js';
 import { ConfigError, loadConfig, settings, type ClusterConfig, type SettingName } from '../config/config.js';
 import { walRecordBytesMax } from '../config/limits.js';
@@ -29,10 +30,10 @@ const recordOverheadBytes = 64;
 
 /** The NATS clients, loaded when a cluster command runs instead of at every authctl start, which they would slow for every other command. */
 async function loadNats() {
-  const [streamLog, snapshotBucket, nodeStatus] = await Promise.all([
-    import('../cluster/stream-log.js'), import('../cluster/snapshot-bucket.js'), import('../cluster/node-status.js'),
+  const [streamLog, snapshotBucket, nodeStatus, seal] = await Promise.all([
+    import('../cluster/stream-log.js'), import('../cluster/snapshot-bucket.js'), import('../cluster/node-status.js'), import('../cluster/seal.js'),
   ]);
-  return { ...streamLog, ...snapshotBucket, ...nodeStatus };
+  return { ...streamLog, ...snapshotBucket, ...nodeStatus, ...seal };
 }
 type Nats = Awaited<ReturnType<typeof loadNats>>;
 
@@ -41,7 +42,7 @@ const natsFlags: readonly (readonly [flag: string, setting: SettingName])[] = (O
   .filter((name) => name.startsWith('CLUSTER_NATS_') && !['CLUSTER_NATS_SERVERS', 'CLUSTER_NATS_PASSWORD', 'CLUSTER_NATS_TOKEN'].includes(name))
   .map((name) => [name.slice('CLUSTER_'.length).toLowerCase().replace(/_/g, '-'), name]);
 const natsOptions: Options = {
-  nats: { type: 'string' }, stream: { type: 'string' },
+  nats: { type: 'string' }, stream: { type: 'string' }, 'key-file': { type: 'string' },
   ...Object.fromEntries(natsFlags.map(([flag]) => [flag, { type: flag === 'nats-insecure' ? 'boolean' : 'string' }])),
 };
 const natsHelp = `  --nats URLS        the cluster's NATS servers, comma-separated (CLUSTER_NATS_SERVERS)
@@ -51,6 +52,30 @@ const natsHelp = `  --nats URLS        the cluster's NATS servers, comma-separat
                      how to reach NATS, as a node does (docs/cluster.md): each is the setting of the same name
                      (--nats-creds is CLUSTER_NATS_CREDS), which the environment may give instead; a password
                      or token by value only there (CLUSTER_NATS_PASSWORD, CLUSTER_NATS_TOKEN)`;
+
+/**
+ * The server key as a node reads it: --key-file, else SERVER_KEY, else KEY_FILE (default ./secrets/server.key).
+ * Everything on the cluster's NATS is sealed under it (src/cluster/seal.ts); forWhat names the key wanted, in a refusal.
+ */
+function serverKey(values: Values, forWhat: string): { secrets: ApiKeySecrets; source: string } {
+  const keyFileOption = stringOption(values, 'key-file');
+  const keyValue = keyFileOption === undefined ? process.env['SERVER_KEY'] : undefined;
+  const keyFile = keyFileOption ?? process.env['KEY_FILE'] ?? settings.KEY_FILE.default;
+  const source = keyValue !== undefined ? 'SERVER_KEY' : `key file ${keyFile}`;
+  try {
+    if (keyValue !== undefined) return { secrets: ApiKeySecrets.fromValue(keyValue), source };
+    const key = readKeyFile(keyFile);
+    if (key === undefined) throw new CommandError(`no key file at ${keyFile}: give ${forWhat} (--key-file, KEY_FILE or SERVER_KEY)`);
+    return { secrets: ApiKeySecrets.fromKey(key, source), source };
+  } catch (err) {
+    if (err instanceof CommandError) throw err;
+    throw new CommandError((err as Error).message, { cause: err });
+  }
+}
+
+function clusterSeal(nats: Nats, secrets: ApiKeySecrets): ClusterSeal {
+  return new nats.ClusterSeal(secrets.subkey(nats.clusterSealSubkeyLabel));
+}
 
 /** The cluster settings as a node reads them (src/config/config.ts), from the options or the environment. */
 function clusterFrom(values: Values, replicas?: string): ClusterConfig {
@@ -113,11 +138,13 @@ interface ClusterStatus {
     readonly servers: StreamReplica[];
   };
   readonly nodes: (NodeStatus & { readonly lag: number })[];
+  /** Answers that did not open under the key given (nodes with another server key, or not nodes at all). */
+  readonly unreadable: number;
 }
 
-async function readStatus(nats: Nats, log: StreamLog): Promise<ClusterStatus> {
+async function readStatus(nats: Nats, log: StreamLog, seal: ClusterSeal): Promise<ClusterStatus> {
   const info = await log.info();
-  const { nodes } = await nats.askNodeStatus(log.connection, log.stream, statusAnswersWaitMs);
+  const { nodes, unreadable } = await nats.askNodeStatus(log.connection, log.stream, statusAnswersWaitMs, seal);
   const leader = info.cluster?.leader ?? null;
   const servers: StreamReplica[] = [];
   if (leader !== null) servers.push({ server: leader, role: 'leader', current: true, offline: false, lag: 0 });
@@ -132,6 +159,7 @@ async function readStatus(nats: Nats, log: StreamLog): Promise<ClusterStatus> {
     },
     // The stream's state was read first: a node may have applied more since, which is no lag.
     nodes: nodes.map((n) => ({ ...n, lag: Math.max(0, lastSeq - n.applied_seq) })),
+    unreadable,
   };
 }
 
@@ -145,35 +173,39 @@ function printStatus(io: Output, status: ClusterStatus): void {
     ]));
   }
   io.out('');
-  if (status.nodes.length === 0) {
-    io.out(`nodes: none answered within ${statusAnswersWaitMs} ms`);
-    return;
+  if (status.nodes.length === 0) io.out(`nodes: none answered within ${statusAnswersWaitMs} ms`);
+  else {
+    table(io, ['NODE', 'APPLIED', 'LAG', 'READINESS', 'VERSION', 'STARTED'], status.nodes.map((n) => [
+      n.node, String(n.applied_seq), String(n.lag), n.readiness, n.version ?? '-', n.started_at,
+    ]));
   }
-  table(io, ['NODE', 'APPLIED', 'LAG', 'READINESS', 'VERSION', 'STARTED'], status.nodes.map((n) => [
-    n.node, String(n.applied_seq), String(n.lag), n.readiness, n.version ?? '-', n.started_at,
-  ]));
+  if (status.unreadable > 0) io.out(`${status.unreadable} answers did not open under this server key: nodes with another key (give the cluster's: --key-file, KEY_FILE or SERVER_KEY)`);
 }
 
 const statusCommand: Command = {
   name: 'cluster status', summary: 'show the cluster\'s stream and each node\'s applied sequence and lag',
-  help: `authctl cluster status [--nats URLS] [--stream NAME] [--nats-... credentials] [--json]
+  help: `authctl cluster status [--nats URLS] [--stream NAME] [--nats-... credentials] [--key-file FILE] [--json]
 
 Reads the stream's state from JetStream (messages, bytes, first and last sequence, the servers that hold
 its replicas with their lag, the leader), then asks every node on <stream>.status and lists those that
 answer within ${statusAnswersWaitMs} ms with the last sequence each has applied, its lag behind the stream's last
-sequence, and its readiness. Changes nothing; never creates the stream.
+sequence, and its readiness. The answers are sealed under the cluster's server key: give it as the nodes
+get it. Changes nothing; never creates the stream.
 
 ${natsHelp}
-  --json             print one JSON object {"stream": ..., "nodes": [...]}`,
+  --key-file FILE    the cluster's server key (KEY_FILE, or SERVER_KEY; default ./secrets/server.key)
+  --json             print one JSON object {"stream": ..., "nodes": [...], "unreadable": N}`,
   options: { ...natsOptions, json: { type: 'boolean' } },
   async run(values, _p, io) {
     const cluster = clusterFrom(values);
+    const { secrets } = serverKey(values, 'the cluster\'s server key');
     const nats = await loadNats();
+    const seal = clusterSeal(nats, secrets);
     const log = await openStream(nats, cluster, false);
     try {
       let status: ClusterStatus;
       try {
-        status = await readStatus(nats, log);
+        status = await readStatus(nats, log, seal);
       } catch (err) {
         if (err instanceof nats.StreamUnavailableError) throw new CommandError(err.message, { cause: err });
         throw err;
@@ -242,29 +274,15 @@ export function* initMessages(ops: Iterable<Op>, firstSeq: number, at: number, m
 }
 
 /** The server key the data directory was written with: --key-file, KEY_FILE, or SERVER_KEY as the server reads them. */
-async function dataKeyFingerprint(values: Values, dir: string, io: Output): Promise<string> {
-  const keyFileOption = stringOption(values, 'key-file');
-  const keyValue = keyFileOption === undefined ? process.env['SERVER_KEY'] : undefined;
-  const keyFile = keyFileOption ?? process.env['KEY_FILE'] ?? settings.KEY_FILE.default;
-  const source = keyValue !== undefined ? 'SERVER_KEY' : `key file ${keyFile}`;
-  let fingerprint: string;
-  try {
-    if (keyValue !== undefined) fingerprint = ApiKeySecrets.fromValue(keyValue).fingerprint();
-    else {
-      const key = readKeyFile(keyFile);
-      if (key === undefined) throw new CommandError(`no key file at ${keyFile}: give the one ${dir} was written with (--key-file or KEY_FILE)`);
-      fingerprint = ApiKeySecrets.fromKey(key, `key file ${keyFile}`).fingerprint();
-    }
-  } catch (err) {
-    if (err instanceof CommandError) throw err;
-    throw new CommandError((err as Error).message, { cause: err });
-  }
+async function dataKey(values: Values, dir: string, io: Output): Promise<ApiKeySecrets> {
+  const { secrets, source } = serverKey(values, `the one ${dir} was written with`);
+  const fingerprint = secrets.fingerprint();
   const recorded = await readKeyFingerprint(new NodeStorage(), dir).catch((err: unknown) => { throw new CommandError((err as Error).message, { cause: err }); });
   if (recorded === undefined) io.err(`note: ${dir} records no key fingerprint (an older version wrote it); taking ${source} as its key`);
   else if (recorded !== fingerprint) {
     throw new CommandError(`the ${source} has fingerprint ${fingerprint}, but ${dir} was written with a key of fingerprint ${recorded}: give that key (--key-file or KEY_FILE)`);
   }
-  return fingerprint;
+  return secrets;
 }
 
 async function lockDataDir(dir: string): Promise<{ release(): Promise<void> }> {
@@ -277,14 +295,18 @@ async function lockDataDir(dir: string): Promise<{ release(): Promise<void> }> {
   }
 }
 
-/** Appends message after message, each expecting the one before it: a write by anyone else stops the copy at once. */
-async function publishAll(nats: Nats, log: StreamLog, messages: Iterable<InitMessage>, runId: string): Promise<{ messages: number; ops: number }> {
+/**
+ * Appends message after message, each sealed for its sequence as a node's are and expecting the one before it: a write
+ * by anyone else stops the copy at once.
+ */
+async function publishAll(nats: Nats, log: StreamLog, seal: ClusterSeal, messages: Iterable<InitMessage>, runId: string): Promise<{ messages: number; ops: number }> {
+  const logSeal = new nats.LogSeal(seal, log.stream, log.subject);
   let count = 0;
   let ops = 0;
   for (const message of messages) {
     // StreamLog.publish sends a message with no answer again itself (the same Nats-Msg-Id makes that safe).
     try {
-      await log.publish(message.payload, message.seq - 1, `authctl-init-${runId}-${message.seq}`);
+      await log.publish(logSeal.close(message.seq, message.payload), message.seq - 1, `authctl-init-${runId}-${message.seq}`);
     } catch (err) {
       const partly = count === 0 ? 'nothing was written' : `the stream holds the first ${count} messages of the copy: delete the stream and run cluster init again`;
       if (err instanceof nats.WrongLastSequenceError) {
@@ -307,21 +329,24 @@ Moves the state of an embedded server's data directory into a cluster: takes the
 records to the stream, creating the stream if missing; a stream that holds or held any message is
 refused. Then records the server key's fingerprint in the cluster's bucket (<stream>-cluster), so that
 only nodes with the same key start, and puts the same state there as the snapshot at the last message,
-so that nodes load it instead of replaying every put. Start every node with that key file. The data directory is left
-as it was.
+so that nodes load it instead of replaying every put. Every message and the snapshot are sealed under
+that key, as nodes seal theirs. Start every node with that key file. The data directory is left as it
+was. DIR may also be a cluster node's data directory (its snapshots), stopped: this moves a cluster into
+a new stream (docs/operations.md, "Sealing an existing cluster").
 
   --from DIR         the embedded data directory
   --key-file FILE    the key it was written with (KEY_FILE, or SERVER_KEY; default ./secrets/server.key)
 ${natsHelp}
   --replicas N       replicas of a stream this command creates (CLUSTER_REPLICAS; default 3)`,
-  options: { ...natsOptions, from: { type: 'string' }, 'key-file': { type: 'string' }, replicas: { type: 'string' } },
+  options: { ...natsOptions, from: { type: 'string' }, replicas: { type: 'string' } },
   async run(values, _p, io) {
     const dir = requiredOption(values, 'from');
     const replicas = stringOption(values, 'replicas');
     if (replicas !== undefined) positiveIntOption(values, 'replicas', 3, 5);
     const cluster = clusterFrom(values, replicas);
     requireDataDir(dir);
-    const fingerprint = await dataKeyFingerprint(values, dir, io);
+    const secrets = await dataKey(values, dir, io);
+    const fingerprint = secrets.fingerprint();
     const lock = await lockDataDir(dir);
     try {
       const state = await loadReadOnly(dir);
@@ -330,21 +355,26 @@ ${natsHelp}
         throw new CommandError(`${dir} holds no entity: nothing to move (a node on an empty stream creates the first admin itself)`);
       }
       const nats = await loadNats();
+      const seal = clusterSeal(nats, secrets);
       const log = await openStream(nats, cluster, true);
       try {
         const info = await log.info();
         if (info.state.messages > 0 || info.state.last_seq > 0) {
           throw new CommandError(`stream ${cluster.stream} is not empty (${info.state.messages} messages, last sequence ${info.state.last_seq}): cluster init moves a data directory only into a new stream`);
         }
-        const bucket = await nats.SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas);
+        const bucket = await nats.SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas, seal);
         try {
-          await bucket.checkKey(fingerprint);
+          // The stream is empty (above): nothing in it of an earlier, unsealed version.
+          await bucket.checkKey(fingerprint, () => Promise.resolve(false));
         } catch (err) {
+          if (err instanceof nats.UnsealedClusterError) {
+            throw new CommandError(`bucket ${cluster.stream}-cluster still holds what an earlier version wrote unsealed: delete it as well as the stream, or choose a new stream name (docs/operations.md, "Sealing an existing cluster")`, { cause: err });
+          }
           if (err instanceof ConfigError) throw new CommandError(err.message.replace('this node\'s server key', `the key of ${dir}`), { cause: err });
           throw err;
         }
-        const messages = initMessages(stateOps(state), 1, state.lastAt, log.maxPayloadBytes);
-        const written = await publishAll(nats, log, messages, randomBytes(8).toString('hex'));
+        const messages = initMessages(stateOps(state), 1, state.lastAt, log.maxPayloadBytes - nats.sealOverheadBytes);
+        const written = await publishAll(nats, log, seal, messages, randomBytes(8).toString('hex'));
         // The same state as the cluster's snapshot at the last message: nodes start from it instead of replaying every put
         // (1,000,000 Users: a load of seconds against a replay of half a minute).
         const scratch = mkdtempSync(join(tmpdir(), 'authd-cluster-init-'));

@@ -18,10 +18,11 @@ import { encodeRecord } from '../persist/codec.js';
 import type { Replica } from './replica.js';
 import { StreamUnavailableError, WrongLastSequenceError } from './stream-log.js';
 
-/** What the committer needs of the stream (src/cluster/stream-log.ts). */
+/** What the committer needs of the stream (src/cluster/stream-log.ts, sealed by ClusterNode.writer). */
 export interface StreamWriter {
-  publish(payload: Uint8Array, expectedLastSeq: number, msgId: string): Promise<number>;
-  /** The largest message the stream takes. */
+  /** Appends the record frames, back to back, as one message right after expectedLastSeq; its sequence. */
+  publish(frames: readonly Uint8Array[], expectedLastSeq: number, msgId: string): Promise<number>;
+  /** The largest message the stream takes, in record bytes. */
   readonly maxPayloadBytes: number;
   /** The stream's last sequence now. */
   lastSeq(): Promise<number>;
@@ -86,7 +87,7 @@ export class ClusterCommitter implements Commits {
       if (frames.length === 0) return settle(batch, outcomes);
       const msgId = `${this.#idPrefix}-${++this.#messages}`;
       try {
-        const seq = await this.stream.publish(Buffer.concat(frames), base, msgId);
+        const seq = await this.stream.publish(frames, base, msgId);
         await this.replica.applied(seq);
         return settle(batch, outcomes);
       } catch (err) {

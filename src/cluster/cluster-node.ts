@@ -1,4 +1,4 @@
-// One node of a cluster: connects to the stream, checks the server key against the cluster's, loads the newest snapshot (local, else the cluster's), follows the stream from there, and takes snapshots (local, and the cluster's, below which the stream is purged).
+// One node of a cluster: connects to the stream, checks the server key against the cluster's (and that the cluster is sealed), loads the newest snapshot (local, else the cluster's), follows the stream from there, and takes snapshots (local, and the cluster's, below which the stream is purged).
 
 import { dirname, resolve } from 'node:path';
 import { ConfigError, type ClusterConfig } from '../config/config.js';
@@ -14,9 +14,12 @@ import type { PersistLogger } from '../persist/replayable.js';
 import { readSnapshotFile, SnapshotError, writeSnapshot, type SnapshotWritten } from '../persist/snapshot.js';
 import { NodeStorage, type ReadableFile, type Storage } from '../persist/storage.js';
 import { State } from '../store/state.js';
+import type { StreamWriter } from './cluster-committer.js';
 import { serveNodeStatus, type NodeReadiness } from './node-status.js';
-import { Replica } from './replica.js';
-import { SnapshotBucket } from './snapshot-bucket.js';
+import type { RejectedMessages } from './rejected.js';
+import { isUnsealedMessage, Replica } from './replica.js';
+import { LogSeal, sealOverheadBytes, type ClusterSeal } from './seal.js';
+import { SnapshotBucket, SnapshotSealError } from './snapshot-bucket.js';
 import { StreamLog, StreamUnavailableError, whileUnavailable, within, type StreamFollower } from './stream-log.js';
 
 const timerMsMax = 2 ** 31 - 1;
@@ -26,6 +29,10 @@ export interface ClusterNodeOptions {
   readonly dataDir: string;
   /** The server key's fingerprint (ApiKeySecrets.fingerprint()): every node of a cluster must have the same. */
   readonly keyFingerprint: string;
+  /** Seals and opens everything on NATS: ApiKeySecrets.subkey(clusterSealSubkeyLabel) (src/cluster/seal.ts). */
+  readonly seal: ClusterSeal;
+  /** Told of every message that does not open (authd_cluster_rejected_messages_total). */
+  readonly rejected: RejectedMessages;
   readonly logger: PersistLogger;
   readonly snapshotEveryRecords: number;
   readonly snapshotEverySeconds: number;
@@ -35,6 +42,8 @@ export interface ClusterNodeOptions {
 
 
 export class ClusterNode {
+  /** The stream as the committer writes it: each message sealed for the sequence it is to take. */
+  readonly writer: StreamWriter;
   #follower: StreamFollower | undefined;
   /** The stream's last sequence when this node started: ready once applied. */
   #startSeq = 0;
@@ -56,6 +65,7 @@ export class ClusterNode {
     snapshotSeq: number,
   ) {
     this.#newestSnapshotSeq = snapshotSeq;
+    this.writer = sealedWriter(log, replica.seal);
   }
 
   /** Everything up to following the stream; await caughtUp() before serving. */
@@ -72,16 +82,17 @@ export class ClusterNode {
     let lock: DirLock | undefined;
     try {
       const bucket = await whileUnavailable(async () => {
-        const opened = await SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas);
-        await opened.checkKey(opts.keyFingerprint);
+        const opened = await SnapshotBucket.open(log.connection, cluster.stream, cluster.replicas, opts.seal);
+        await opened.checkKey(opts.keyFingerprint, () => holdsUnsealed(log));
         return opened;
       }, clusterStartWaitMs, (err) => err instanceof ConfigError);
       await storage.mkdirp(dataDir);
       restrictDataDir(dataDir, logger);
       await storage.fsyncDir(dirname(resolve(dataDir)));
       lock = await acquireLock(storage, dataDir);
-      const { state, snapshotSeq } = await whileUnavailable(() => loadSnapshot(storage, dataDir, log, bucket, logger), clusterStartWaitMs);
-      const node = new ClusterNode(state, new Replica(state), log, bucket, lock, storage, opts, snapshotSeq);
+      const { state, snapshotSeq } = await whileUnavailable(() => loadSnapshot(storage, dataDir, log, bucket, logger, opts.rejected), clusterStartWaitMs);
+      const replica = new Replica(state, new LogSeal(opts.seal, cluster.stream, log.subject), opts.rejected);
+      const node = new ClusterNode(state, replica, log, bucket, lock, storage, opts, snapshotSeq);
       await node.#start();
       return node;
     } catch (err) {
@@ -166,7 +177,7 @@ export class ClusterNode {
     const version = packageVersion() ?? null;
     this.#status = serveNodeStatus(this.log.connection, stream, nodeId, () => ({
       node: nodeId, applied_seq: this.replica.appliedSeq, readiness: this.readiness, version, started_at: startedAt,
-    }));
+    }), this.opts.seal, this.opts.rejected);
   }
 
   /** Restarts the stream's reader when the stream is ahead of this node and nothing was applied since the last look. */
@@ -251,24 +262,56 @@ export class ClusterNode {
   }
 }
 
+/** The stream's sealed messages as the committer publishes them (StreamWriter), each sealed for the sequence it is to take. */
+function sealedWriter(log: StreamLog, seal: LogSeal): StreamWriter {
+  return {
+    // Sealed once, outside StreamLog.publish's retries: a retry sends the very same bytes under the same message id.
+    publish: (frames, expectedLastSeq, msgId) => log.publish(seal.close(expectedLastSeq + 1, frames), expectedLastSeq, msgId),
+    get maxPayloadBytes() { return log.maxPayloadBytes - sealOverheadBytes; },
+    lastSeq: () => log.lastSeq(),
+  };
+}
+
+/** Whether the stream's first message is in the form of an earlier version that sealed nothing: a cluster it wrote. */
+async function holdsUnsealed(log: StreamLog): Promise<boolean> {
+  const { state } = await log.info();
+  if (state.messages === 0) return false;
+  const first = await log.message(state.first_seq);
+  return first !== undefined && isUnsealedMessage(state.first_seq, first);
+}
+
 /**
  * The newest valid local snapshot the stream can continue (its messages from the snapshot's sequence on are still
- * there), else the cluster's newest from the bucket, else an empty state that replays the stream from its start.
+ * there, and it is not past the stream's last: one of another stream), else the cluster's newest from the bucket that
+ * opens, else an empty state that replays the stream from its start.
  */
-async function loadSnapshot(storage: Storage, dir: string, log: StreamLog, bucket: SnapshotBucket, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number }> {
-  const firstSeq = await log.firstSeq();
+async function loadSnapshot(
+  storage: Storage, dir: string, log: StreamLog, bucket: SnapshotBucket, logger: PersistLogger, rejected: RejectedMessages,
+): Promise<{ state: State; snapshotSeq: number }> {
+  const { first_seq: firstSeq, last_seq: lastSeq } = (await log.info()).state;
   const { snapshots } = classifyDir(dir, await storage.list(dir));
-  const local = snapshots.filter((s) => s.baseSeq + 1 >= firstSeq);
-  if (local.length < snapshots.length) logger.warn({ firstSeq, skipped: snapshots.length - local.length }, 'local snapshots older than the stream\'s first message are of no use');
+  const local = snapshots.filter((s) => s.baseSeq + 1 >= firstSeq && s.baseSeq <= lastSeq);
+  if (local.length < snapshots.length) {
+    logger.warn({ firstSeq, lastSeq, skipped: snapshots.length - local.length }, 'local snapshots older than the stream\'s first message, or past its last (of another stream), are of no use');
+  }
   for (const snapshot of local) {
     const loaded = await loadFile(storage, snapshot.path, logger);
     if (loaded !== undefined) return loaded;
   }
-  for (const seq of await bucket.snapshotSeqs()) {
+  const held = await bucket.snapshots();
+  for (const object of held.foreign) rejected.reject('snapshot', { object, reason: 'not put by a node of this cluster (its tag does not open)' });
+  for (const seq of held.seqs) {
     if (seq + 1 < firstSeq) break;
     logger.info({ baseSeq: seq }, 'downloading the cluster\'s snapshot from its bucket');
-    const download = await bucket.download(storage, dir, seq);
-    const loaded = await loadFrom(download, logger).catch(async (err: unknown) => {
+    let download;
+    try {
+      download = await bucket.download(storage, dir, seq);
+    } catch (err) {
+      if (!(err instanceof SnapshotSealError)) throw err;
+      rejected.reject('snapshot', { object: err.object, reason: err.message });
+      continue;
+    }
+    const loaded = await loadFrom(download, logger, rejected).catch(async (err: unknown) => {
       await download.drop();
       throw err;
     });
@@ -284,7 +327,7 @@ async function loadSnapshot(storage: Storage, dir: string, log: StreamLog, bucke
   return { state: new State(), snapshotSeq: 0 };
 }
 
-/** A local snapshot file, or one arriving from the bucket (readSnapshotFile); undefined if it is invalid. */
+/** A local snapshot file; undefined if it is invalid. */
 async function loadFile(storage: Storage, path: string, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number } | undefined> {
   let file: ReadableFile;
   try {
@@ -300,7 +343,8 @@ async function loadFile(storage: Storage, path: string, logger: PersistLogger): 
   }
 }
 
-async function loadFrom(file: ReadableFile, logger: PersistLogger): Promise<{ state: State; snapshotSeq: number } | undefined> {
+/** A snapshot file, or one arriving from the bucket (readSnapshotFile); undefined if it is invalid or, from the bucket, does not open. */
+async function loadFrom(file: ReadableFile, logger: PersistLogger, rejected?: RejectedMessages): Promise<{ state: State; snapshotSeq: number } | undefined> {
   const { path } = file;
   const state = new State();
   try {
@@ -312,6 +356,10 @@ async function loadFrom(file: ReadableFile, logger: PersistLogger): Promise<{ st
     if (!(err instanceof SnapshotError)) throw err;
     // A download that stalled is no sign of a bad snapshot: the start tries the same one again.
     if (err.cause instanceof StreamUnavailableError) throw err.cause;
+    if (err.cause instanceof SnapshotSealError && rejected !== undefined) {
+      rejected.reject('snapshot', { object: err.cause.object, reason: err.cause.message });
+      return undefined;
+    }
     logger.warn({ file: path, reason: err.message }, 'snapshot invalid; trying an older one');
     return undefined;
   }

@@ -1,6 +1,10 @@
-// Who is in a cluster and how far each node has got: nodes answer on the core NATS subject <stream>.status, `authctl cluster status` asks.
+// Who is in a cluster and how far each node has got: nodes answer on the core NATS subject <stream>.status, sealed for the request's nonce; `authctl cluster status` asks.
 
+import { randomBytes } from 'node:crypto';
 import { NoRespondersError, type NatsConnection } from '@nats-io/transport-node';
+import { nodeStatusNonceBytes } from '../config/limits.js';
+import type { RejectedMessages } from './rejected.js';
+import { sealContext, type ClusterSeal } from './seal.js';
 
 export type NodeReadiness = 'ready' | 'catching_up' | 'degraded';
 
@@ -20,13 +24,27 @@ export function statusSubject(stream: string): string {
   return `${stream}.status`;
 }
 
-/** Answers every status request with status() (its node field always nodeId), until stop(). */
-export function serveNodeStatus(nc: NatsConnection, stream: string, nodeId: string, status: () => NodeStatus): { stop(): void } {
+/** An answer opens only for the request that carried this nonce: a captured answer does not answer another request. */
+function answerContext(stream: string, nonce: Uint8Array): Buffer {
+  return sealContext('status', stream, statusSubject(stream), Buffer.from(nonce).toString('hex'));
+}
+
+/**
+ * Answers every status request with status() (its node field always nodeId), sealed for the request's nonce, until
+ * stop(). A request that is not a nonce is counted as rejected and not answered.
+ */
+export function serveNodeStatus(
+  nc: NatsConnection, stream: string, nodeId: string, status: () => NodeStatus, seal: ClusterSeal, rejected: RejectedMessages,
+): { stop(): void } {
   const sub = nc.subscribe(statusSubject(stream), {
     callback: (err, msg) => {
       if (err !== null || msg.reply === undefined) return;
+      if (msg.data.length !== nodeStatusNonceBytes) {
+        rejected.reject('status', { subject: msg.subject, bytes: msg.data.length });
+        return;
+      }
       try {
-        msg.respond(JSON.stringify({ ...status(), node: nodeId }));
+        msg.respond(seal.seal(Buffer.from(JSON.stringify({ ...status(), node: nodeId })), answerContext(stream, msg.data)));
       } catch {
         // The connection is closing or away: the asker counts this node as not answering, which it is.
       }
@@ -59,15 +77,19 @@ export function parseNodeStatus(data: Uint8Array): NodeStatus | undefined {
 
 /**
  * Every node that answers a status request within waitMs, by name (a node is a subscriber, so each answers once).
- * Answers that are not a NodeStatus are counted in `unreadable` rather than dropped silently.
+ * Answers that do not open under the key for this request, or are not a NodeStatus, are counted in `unreadable`
+ * rather than dropped silently.
  */
-export async function askNodeStatus(nc: NatsConnection, stream: string, waitMs: number): Promise<{ nodes: NodeStatus[]; unreadable: number }> {
+export async function askNodeStatus(nc: NatsConnection, stream: string, waitMs: number, seal: ClusterSeal): Promise<{ nodes: NodeStatus[]; unreadable: number }> {
   const nodes: NodeStatus[] = [];
   let unreadable = 0;
+  const nonce = randomBytes(nodeStatusNonceBytes);
+  const context = answerContext(stream, nonce);
   try {
-    const answers = await nc.requestMany(statusSubject(stream), '', { strategy: 'timer', maxWait: waitMs });
+    const answers = await nc.requestMany(statusSubject(stream), nonce, { strategy: 'timer', maxWait: waitMs });
     for await (const answer of answers) {
-      const status = parseNodeStatus(answer.data);
+      const opened = seal.open(answer.data, context);
+      const status = opened === undefined ? undefined : parseNodeStatus(opened);
       if (status === undefined) unreadable++;
       else nodes.push(status);
     }

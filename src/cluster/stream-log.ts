@@ -172,6 +172,15 @@ export class StreamLog {
     return (await this.info()).state.first_seq;
   }
 
+  /** The message the stream holds at seq, or undefined when it holds none there (purged, deleted, or not yet written). */
+  async message(seq: number): Promise<Uint8Array | undefined> {
+    try {
+      return (await this.jsm.streams.getMessage(this.stream, { seq }))?.data ?? undefined;
+    } catch (err) {
+      throw unavailable(err, `cannot read message ${seq} of the stream`);
+    }
+  }
+
   /**
    * Appends payload as the message right after expectedLastSeq; its sequence once JetStream has stored it on a quorum.
    * A retry with the same msgId inside the duplicate window answers the first write's sequence instead of a second copy.

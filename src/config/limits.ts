@@ -358,7 +358,7 @@ export const sharedFailuresSentPerSecondMax = 20_000;
  * dropped. Bounds what the client holds for a connection that died without a word, until NATS notices (its pings).
  */
 export const sharedFailuresUnconfirmedMax = 1024;
-/** A message on the failures subject larger than this is ignored unread: a node's are far smaller (a node id of 64 characters at most, two names cut to 256). */
+/** A message on the failures subject larger than this is refused unopened: a node's are far smaller (a sender id, a counter, a time, two names cut to 256, the seal's 28 bytes). */
 export const sharedFailureBytesMax = 4096;
 /** A node's shutdown waits this long at most for its NATS connection to drain. */
 export const clusterCloseMs = 2_000;
@@ -373,6 +373,22 @@ export const clusterStartWaitMs = 30_000;
  * be left waiting for ever.
  */
 export const clusterBucketIdleMs = 5_000;
+/**
+ * What authd puts on NATS is sealed (src/cluster/seal.ts). A node logs messages that do not open at most once per this
+ * long and kind, with the count since its last line: anyone who may publish on the subjects can send them by the thousand.
+ */
+export const clusterRejectedLogIntervalMs = 10_000;
+/** A cluster snapshot object is sealed in parts of this many bytes, so that a node opens and decodes each as it arrives. */
+export const clusterSnapshotSealChunkBytes = 256 * 1024;
+/**
+ * A shared failure sent longer ago than this (by the sender's clock), or that far in the future, is refused; within
+ * it, each sender's counter must grow. Bounds both the clock skew between nodes and how long a receiver remembers a sender.
+ */
+export const sharedFailureWindowMs = 60_000;
+/** Senders of shared failures a node remembers within sharedFailureWindowMs (one per node process started meanwhile). */
+export const sharedFailureSendersMax = 1024;
+/** Random bytes of a status request (`authctl cluster status`), bound into every node's sealed answer. */
+export const nodeStatusNonceBytes = 16;
 
 // ---- access tokens (src/tokens/) ----
 /** An Application's token lifetime bounds, and the default of a new one (issue 26). */

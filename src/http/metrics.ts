@@ -31,7 +31,11 @@ export interface MetricsSources {
   /** The embedded log and snapshots; absent in cluster mode. */
   readonly persistence?: { readonly stats: PersistenceStats };
   /** Cluster mode (src/cluster/): this node's readiness and its writes' fate. */
-  readonly cluster?: { readonly readiness: string; readonly conflicts: number; readonly refused: number };
+  readonly cluster?: {
+    readonly readiness: string; readonly conflicts: number; readonly refused: number;
+    /** Messages from NATS that did not open under the server key, by kind (src/cluster/rejected.ts). */
+    readonly rejected?: Readonly<Record<string, number>>;
+  };
   /** Collection pauses and event-loop delay, when the process observes them (main.ts starts it). */
   readonly runtime?: RuntimeStats;
   /** Bytes held by the kept User renderings (src/http/render.ts). */
@@ -143,6 +147,10 @@ export class Metrics {
       gauge('authd_cluster_ready', '1 once this node has applied what the stream held at its start and is connected to NATS, else 0.', cluster.readiness === 'ready' ? 1 : 0);
       gauge('authd_cluster_write_conflicts_total', 'Write batches decided again because another node appended first.', cluster.conflicts, 'counter');
       gauge('authd_cluster_writes_refused_total', 'Writes answered 503 because the stream was unavailable or kept moving.', cluster.refused, 'counter');
+      if (cluster.rejected !== undefined) {
+        family('authd_cluster_rejected_messages_total', 'counter', 'Messages from NATS that did not open under the server key (or replayed failures), never applied, by kind.');
+        for (const [kind, n] of Object.entries(cluster.rejected)) out.push(`authd_cluster_rejected_messages_total{kind="${labelValue(kind)}"} ${n}`);
+      }
     }
 
     if (this.sources.renderCacheBytes !== undefined) {
