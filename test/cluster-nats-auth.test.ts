@@ -216,13 +216,13 @@ describe('cluster mode on NATS servers that require credentials (issue 42)', { s
     assert.ok(second.logLines().some((l) => l['msg'] === 'loaded the cluster\'s snapshot from its bucket'), second.output());
 
     const status = await authctl(['cluster', 'status', '--json', '--nats', url, '--nats-user', docsUser,
-      '--nats-tls-ca', tls.caCert, '--nats-tls-cert', tls.clientCert, '--nats-tls-key', tls.clientKey], { env: { CLUSTER_NATS_PASSWORD: docsPassword } });
+      '--nats-tls-ca', tls.caCert, '--nats-tls-cert', tls.clientCert, '--nats-tls-key', tls.clientKey, '--key-file', first.dirs.keyFile], { env: { CLUSTER_NATS_PASSWORD: docsPassword } });
     assert.equal(status.code, 0, status.stdout + status.stderr);
     const json = JSON.parse(status.stdout) as { stream: { name: string; last_seq: number }; nodes: { node: string; applied_seq: number }[] };
     assert.equal(json.stream.name, 'authd');
     assert.deepEqual(json.nodes.map((n) => n.node).sort(), ['docs-a', 'docs-b']);
     // Without the client certificate the same user is refused: the server verifies clients.
-    const noCert = await authctl(['cluster', 'status', '--nats', url, '--nats-user', docsUser, '--nats-tls-ca', tls.caCert], { env: { CLUSTER_NATS_PASSWORD: docsPassword } });
+    const noCert = await authctl(['cluster', 'status', '--nats', url, '--nats-user', docsUser, '--nats-tls-ca', tls.caCert, '--key-file', first.dirs.keyFile], { env: { CLUSTER_NATS_PASSWORD: docsPassword } });
     assert.equal(noCert.code, 1);
     assert.match(noCert.stderr, /no NATS server answered \(nats:\/\/127\.0\.0\.1:\d+\): .*set CLUSTER_NATS_TLS_CERT and CLUSTER_NATS_TLS_KEY/);
 

@@ -1,7 +1,8 @@
 // Issue 42, finding 1: a client that reaches the cluster's NATS without the server key can neither read the state, add a record, lock an account out, stop the nodes, nor replay what it captured.
 //
-// The attacker here is a plain NATS client: it uses only what any client has (the nats library, the project's
-// public record encoding, node:crypto), never the nodes' key. Real nats-server, real nodes as child processes.
+// The attacker here is a NATS client with the nodes' own NATS user and password (NATS lets it read and publish
+// everything the nodes do): it uses only what any such client has (the nats library, the project's public record
+// encoding, node:crypto), never the nodes' server key. Real nats-server, real nodes as child processes.
 
 import assert from 'node:assert/strict';
 import { createCipheriv, randomBytes } from 'node:crypto';
@@ -27,6 +28,10 @@ import { natsSkipReason, retryUntil, startNatsCluster, type NatsCluster } from '
 import { adminEmail, adminPassword, newServerDirs, ServerProcess, type Api, type ServerDirs } from './helpers/server.js';
 
 const skip = natsSkipReason();
+/** The NATS user every node and the attacker connect as: the server refuses anonymous clients. */
+const natsUser = 'authd';
+const natsPassword = randomBytes(12).toString('hex');
+const natsCredentials = { CLUSTER_NATS_USER: natsUser, CLUSTER_NATS_PASSWORD: natsPassword };
 const intruderEmail = 'intruder@example.com';
 const intruderPassword = 'intruder-pass-7Yq!';
 
@@ -44,7 +49,7 @@ class Nodes {
   constructor(private readonly nats: NatsCluster) {}
 
   env(i: number, extra: Record<string, string> = {}): Record<string, string> {
-    return { CLUSTER_NATS_SERVERS: this.nats.urls[0]!, CLUSTER_STREAM: this.stream, CLUSTER_REPLICAS: '1', NODE_ID: `node${i}`, ...extra };
+    return { CLUSTER_NATS_SERVERS: this.nats.urls[0]!, CLUSTER_STREAM: this.stream, CLUSTER_REPLICAS: '1', NODE_ID: `node${i}`, ...natsCredentials, ...extra };
   }
 
   async start(i: number, extra: Record<string, string> = {}): Promise<ServerProcess> {
@@ -113,8 +118,12 @@ describe('issue 42: a cluster only its nodes can write or read', { skip, timeout
   let nats: NatsCluster;
   let nc: NatsConnection;
   before(async () => {
-    nats = await startNatsCluster({ servers: 1 });
-    nc = await connect({ servers: nats.urls[0]! });
+    nats = await startNatsCluster({
+      servers: 1,
+      extraConfig: `authorization { user: ${JSON.stringify(natsUser)}, password: ${JSON.stringify(natsPassword)} }`,
+      clientOptions: { user: natsUser, pass: natsPassword },
+    });
+    nc = await connect({ servers: nats.urls[0]!, user: natsUser, pass: natsPassword });
   });
   after(async () => {
     await nc?.close();
@@ -334,7 +343,7 @@ describe('issue 42: a cluster only its nodes can write or read', { skip, timeout
       await js.publish(`${stream}.log`, encodeRecord({ seq: 1, at: Date.now() * 1000, ops: [] }));
       if (withBucket) await (await new Objm(nc).create(`${stream}-cluster`)).putBlob({ name: 'key-fingerprint' }, Buffer.from(fingerprint, 'latin1'));
       await assert.rejects(
-        ServerProcess.start({ dirs, env: { CLUSTER_NATS_SERVERS: nats.urls[0]!, CLUSTER_STREAM: stream, CLUSTER_REPLICAS: '1', NODE_ID: 'upgraded' } }),
+        ServerProcess.start({ dirs, env: { CLUSTER_NATS_SERVERS: nats.urls[0]!, CLUSTER_STREAM: stream, CLUSTER_REPLICAS: '1', NODE_ID: 'upgraded', ...natsCredentials } }),
         /written by an earlier version that sealed nothing.*docs\/operations\.md/,
         withBucket ? 'an unsealed bucket' : 'an unsealed stream without a bucket',
       );
@@ -353,17 +362,17 @@ describe('issue 42: a cluster only its nodes can write or read', { skip, timeout
       assert.equal(await node.stop(), 0);
       // A cluster node's data directory: snapshots named by stream sequence, no write-ahead log.
       const newStream = `${old.stream}new`;
-      const init = await authctl(['cluster', 'init', '--from', node.dirs.dataDir, '--key-file', node.dirs.keyFile, '--nats', nats.urls[0]!, '--stream', newStream, '--replicas', '1']);
+      const init = await authctl(['cluster', 'init', '--from', node.dirs.dataDir, '--key-file', node.dirs.keyFile, '--nats', nats.urls[0]!, '--stream', newStream, '--replicas', '1'], { env: natsCredentials });
       assert.equal(init.code, 0, init.stdout + init.stderr);
       assert.match(init.stdout, new RegExp(`moved 1 organizations, 1 applications, 0 groups, 6 users from .* into stream ${newStream}`));
       moved = await ServerProcess.start({
         dirs: { ...newServerDirs(), keyFile: node.dirs.keyFile },
-        env: { CLUSTER_NATS_SERVERS: nats.urls[0]!, CLUSTER_STREAM: newStream, CLUSTER_REPLICAS: '1', NODE_ID: 'moved' },
+        env: { CLUSTER_NATS_SERVERS: nats.urls[0]!, CLUSTER_STREAM: newStream, CLUSTER_REPLICAS: '1', NODE_ID: 'moved', ...natsCredentials },
       });
       const api = moved.api();
       assert.equal((await authenticate(api, app, 'username', adminEmail, adminPassword)).authenticated, true);
       for (const user of users) assert.equal((await authenticate(api, app, 'username', user.email, defaultUserPassword)).authenticated, true, user.email);
-      const status = await authctl(['cluster', 'status', '--json', '--nats', nats.urls[0]!, '--stream', newStream, '--key-file', node.dirs.keyFile]);
+      const status = await authctl(['cluster', 'status', '--json', '--nats', nats.urls[0]!, '--stream', newStream, '--key-file', node.dirs.keyFile], { env: natsCredentials });
       assert.equal(status.code, 0, status.stdout + status.stderr);
       assert.deepEqual((JSON.parse(status.stdout) as { nodes: { node: string }[] }).nodes.map((n) => n.node), ['moved']);
     } finally {

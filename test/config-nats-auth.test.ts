@@ -1,6 +1,7 @@
 // Cluster mode's NATS credential and TLS settings (issue 42): each kind is read, conflicting or incomplete ones are refused naming the settings, an open NATS on another machine is refused before any connection, and no secret is echoed.
 
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
 import { test } from 'node:test';
@@ -144,12 +145,14 @@ test('issue 42: authd and authctl refuse an open NATS on another machine at once
   assert.match(status.stderr, /--nats \(CLUSTER_NATS_SERVERS\) names nats:\/\/192\.0\.2\.1:4222, which is not this machine/);
   // A closed port on this machine: the error names the server without its userinfo.
   const [closedPort] = await freePorts(1);
-  const closed = await authctl(['cluster', 'status', '--nats', `nats://authd:hunter2-secret@127.0.0.1:${closedPort}`]);
+  // Everything on the cluster's NATS is sealed under the server key, which authctl reads before it connects.
+  const serverKey = { SERVER_KEY: randomBytes(32).toString('hex') };
+  const closed = await authctl(['cluster', 'status', '--nats', `nats://authd:hunter2-secret@127.0.0.1:${closedPort}`], { env: serverKey });
   assert.equal(closed.code, 1, closed.stderr);
   assert.match(closed.stderr, new RegExp(`cannot reach the stream authd on nats://127\\.0\\.0\\.1:${closedPort}: no NATS server answered`));
   assert.ok(!(closed.stdout + closed.stderr).includes('hunter2'), closed.stderr);
   // A credential file that cannot be read stops authctl before it connects, naming the setting.
-  const missing = await authctl(['cluster', 'status', '--nats', `nats://127.0.0.1:${closedPort}`, '--nats-creds', '/nonexistent/authd.creds']);
+  const missing = await authctl(['cluster', 'status', '--nats', `nats://127.0.0.1:${closedPort}`, '--nats-creds', '/nonexistent/authd.creds'], { env: serverKey });
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /CLUSTER_NATS_CREDS: cannot read \/nonexistent\/authd\.creds \(ENOENT\)/);
 });
