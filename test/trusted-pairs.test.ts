@@ -28,13 +28,13 @@ test('HalfSipHash-2-4 answers the published vectors, and hashes a string as its 
 test('a pair is trusted until its time, renewed in place, and found only under its own key', () => {
   const pairs = new TrustedPairs(64);
   pairs.useKey(Buffer.alloc(8, 1));
-  assert.equal(pairs.until('p:a', 'a:a'), 0);
-  pairs.trust('p:a', 'a:a', '', 1_000, 0);
-  pairs.trust('p:b', 'a:b', '', 2_000, 0);
-  assert.equal(pairs.until('p:a', 'a:a'), 1_000);
-  assert.equal(pairs.until('p:b', 'a:b'), 2_000);
-  pairs.trust('p:a', 'a:a', '', 3_000, 0);
-  assert.equal(pairs.until('p:a', 'a:a'), 3_000);
+  assert.equal(pairs.until('a:a', '', 'a'), 0);
+  pairs.trust('a:a', '', 'a', 1_000, 0);
+  pairs.trust('a:b', '', 'b', 2_000, 0);
+  assert.equal(pairs.until('a:a', '', 'a'), 1_000);
+  assert.equal(pairs.until('a:b', '', 'b'), 2_000);
+  pairs.trust('a:a', '', 'a', 3_000, 0);
+  assert.equal(pairs.until('a:a', '', 'a'), 3_000);
   assert.equal(pairs.size, 2, 'renewed, not added again');
 
   const exported = pairs.export(2_500);
@@ -42,12 +42,12 @@ test('a pair is trusted until its time, renewed in place, and found only under i
   const sameKey = new TrustedPairs(64);
   sameKey.useKey(Buffer.alloc(8, 1));
   assert.equal(sameKey.import(exported, 2_500, 2_800), 1);
-  assert.equal(sameKey.until('p:a', 'a:a'), 2_800, 'capped at untilMax');
-  assert.equal(sameKey.until('p:b', 'a:b'), 0);
+  assert.equal(sameKey.until('a:a', '', 'a'), 2_800, 'capped at untilMax');
+  assert.equal(sameKey.until('a:b', '', 'b'), 0);
   const otherKey = new TrustedPairs(64);
   otherKey.useKey(Buffer.alloc(8, 2));
   otherKey.import(exported, 2_500, 2_800);
-  assert.equal(otherKey.until('p:a', 'a:a'), 0);
+  assert.equal(otherKey.until('a:a', '', 'a'), 0);
 
   const garbled = Buffer.from(exported);
   garbled.writeDoubleLE(Number.NaN, 16);
@@ -63,13 +63,13 @@ test('the table stays within its slots, a full bucket giving up the trust that e
   pairs.useKey(Buffer.alloc(8, 1));
   const total = slots * 8;
   // Each its own account and caller: no quota binds, so the trust that ends first gives way.
-  for (let i = 0; i < total; i++) pairs.trust(`p:${i}`, `a:${i}`, `caller${i}`, 10_000 + i, 0);
+  for (let i = 0; i < total; i++) pairs.trust(`a:${i}`, `caller${i}`, `${i}`, 10_000 + i, 0);
   assert.ok(pairs.size <= slots);
   let recentFound = 0;
   let oldFound = 0;
   for (let i = 0; i < slots / 4; i++) {
-    if (pairs.until(`p:${total - 1 - i}`, `a:${total - 1 - i}`) === 10_000 + total - 1 - i) recentFound++;
-    if (pairs.until(`p:${i}`, `a:${i}`) !== 0) oldFound++;
+    if (pairs.until(`a:${total - 1 - i}`, `caller${total - 1 - i}`, `${total - 1 - i}`) === 10_000 + total - 1 - i) recentFound++;
+    if (pairs.until(`a:${i}`, `caller${i}`, `${i}`) !== 0) oldFound++;
   }
   assert.equal(recentFound, slots / 4, 'the latest pairs are all held');
   assert.equal(oldFound, 0, 'the earliest gave way');
@@ -90,17 +90,17 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     return pairs;
   }
 
-  /** A pair's key and its account's key. */
-  type Pair = readonly [pairKey: string, accountKey: string];
+  /** A pair: its account key, its caller ('' for a Basic caller) and its address. */
+  type Pair = readonly [accountKey: string, scope: string, address: string];
 
   /** Pairs of an account each, of the caller scope(i) ('': a Basic caller's), added until the table is full: the pairs held. */
   function fill(pairs: TrustedPairs, scope: (i: number) => string, until: number): Pair[] {
     const held: Pair[] = [];
     for (let i = 0; pairs.size < slots; i++) {
-      held.push([`p:other${i}`, `a:other${i}`]);
-      pairs.trust(`p:other${i}`, `a:other${i}`, scope(i), until + i, now);
+      held.push([`a:other${i}`, scope(i), `other${i}`]);
+      pairs.trust(`a:other${i}`, scope(i), `other${i}`, until + i, now);
     }
-    return held.filter(([pair, account]) => pairs.until(pair, account) !== 0);
+    return held.filter((pair) => pairs.until(...pair) !== 0);
   }
 
   /** Successes of one caller: with one account, or an account each. */
@@ -108,12 +108,12 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     let held = 0;
     for (let i = from; i < from + count; i++) {
       const account = oneAccount ? 'a:u:mallory@example.com' : `a:u:mallory${i}@example.com`;
-      if (pairs.trust(`p:${account}\u0000i:${caller}\u0000198.51.${i >> 8}.${i & 255}`, account, caller, 500_000 + i, now)) held++;
+      if (pairs.trust(account, caller, `198.51.${i >> 8}.${i & 255}`, 500_000 + i, now)) held++;
     }
     return held;
   }
 
-  const lost = (pairs: TrustedPairs, held: readonly Pair[]): number => held.filter(([pair, account]) => pairs.until(pair, account) === 0).length;
+  const lost = (pairs: TrustedPairs, held: readonly Pair[]): number => held.filter((pair) => pairs.until(...pair) === 0).length;
 
   test('one account pushes out at most its quota of slots in all, and nothing more however long it goes on', () => {
     const pairs = table();
@@ -148,7 +148,7 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     flood(restarted, 'attacker', 2_000, false);
     assert.equal(lost(restarted, basic), 0, 'still Basic pairs after the import');
     // A Basic newcomer still takes its place among them, the trust that ends first giving way.
-    assert.equal(restarted.trust('p:a:u:admin@example.com\u0000i:203.0.113.5', 'a:u:admin@example.com', '', 900_000, now), true);
+    assert.equal(restarted.trust('a:u:admin@example.com', '', '203.0.113.5', 900_000, now), true);
   });
 
   test('one account\'s pairs stay in one bucket, however many addresses it succeeds from', () => {
@@ -163,9 +163,9 @@ describe('issue 42: trust cannot be evicted by one caller', () => {
     assert.equal(pairs.size, slots, 'free slots are taken whatever the quota');
     const newcomers: Pair[] = [];
     for (let i = 0; i < 2 * buckets; i++) {
-      newcomers.push([`p:newcomer${i}`, `a:newcomer${i}`]);
+      newcomers.push([`a:newcomer${i}`, `caller${i}`, `newcomer${i}`]);
       // Their trust ends before the attacker's: they still take the place of its guests, not the other way round.
-      assert.equal(pairs.trust(`p:newcomer${i}`, `a:newcomer${i}`, `caller${i}`, 100_000 + i, now), true);
+      assert.equal(pairs.trust(`a:newcomer${i}`, `caller${i}`, `newcomer${i}`, 100_000 + i, now), true);
     }
     flood(pairs, 'attacker', 10_000, false, 1_000);
     assert.equal(lost(pairs, newcomers), 0);

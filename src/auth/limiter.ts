@@ -106,6 +106,8 @@ export interface Ticket {
   readonly pairKey: string;
   /** The scope of the address: the caller's User id for POST /authenticate, '' for a Basic caller of the admin API. */
   readonly scope: string;
+  /** The address as addressKey() makes it, without its scope: the trusted pairs hash it apart from the scope. */
+  readonly addressText: string;
   /** Counted in flight on its counters (see the top of this file). */
   counted: boolean;
   settled: boolean;
@@ -281,21 +283,22 @@ export class BruteForceLimiter {
     return new Promise((resolve) => waiters.push({ accountName, rawAddress, scope, resolve }));
   }
 
-  /** An address's counter key in its scope (see the top of this file). */
-  private addressCounterKey(rawAddress: string, scope: string): string {
-    if (scope === '') return `i:${addressKey(rawAddress)}`;
+  /** An address's counter key in its scope (see the top of this file); addressText as addressKey() makes it. */
+  private addressCounterKey(addressText: string, scope: string): string {
+    if (scope === '') return `i:${addressText}`;
     if (scope !== this.lastScope) {
       this.lastScopePrefix = `i:${scope}${scopeEnd}`;
       this.lastScope = scope;
     }
-    return `${this.lastScopePrefix}${addressKey(rawAddress)}`;
+    return `${this.lastScopePrefix}${addressText}`;
   }
 
   private decide(accountName: string, rawAddress: string, scope: string): Admission | { busy: Counter; delayMs: number; lockedBy: 'account' | 'address' } {
     this.countUncounted();
     const now = this.now();
     const account = accountKeyOf(accountName);
-    const address = this.addressCounterKey(rawAddress, scope);
+    const addressText = addressKey(rawAddress);
+    const address = this.addressCounterKey(addressText, scope);
     const pairKey = `p:${account}\u0000${address}`;
     const pair = this.live(pairKey, now);
     const accountCounter = this.live(account, now);
@@ -305,7 +308,7 @@ export class BruteForceLimiter {
     const spacingMs = this.spacingMs(addressCounter);
     // The exemption covers only a few attempts, in flight ones included: concurrent guesses from a
     // trusted pair cannot ride it past the account's allowance. Looked up only when it changes something.
-    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedPairs.until(pairKey, account) > now
+    const exempt = (accountState !== 'open' || spacingMs > 0) && this.trustedPairs.until(account, scope, addressText) > now
       && (pair === undefined || pair.failures + pair.inFlight < bruteForceTrustedPairFailuresMax);
     if (exempt) accountState = 'open';
     if (accountState === 'locked') return { admitted: false, delayMs: tarpitMs, lockedBy: 'account' };
@@ -323,6 +326,7 @@ export class BruteForceLimiter {
       addressKey: address,
       pairKey,
       scope,
+      addressText,
       counted: false,
       settled: false,
       generation: -1,
@@ -361,7 +365,7 @@ export class BruteForceLimiter {
    */
   trusted(ticket: Ticket): boolean {
     const now = this.now();
-    return (ticket.pair?.failures ?? 0) === 0 && this.trustedPairs.until(ticket.pairKey, ticket.accountKey) > now;
+    return (ticket.pair?.failures ?? 0) === 0 && this.trustedPairs.until(ticket.accountKey, ticket.scope, ticket.addressText) > now;
   }
 
   /**
@@ -389,7 +393,7 @@ export class BruteForceLimiter {
     const now = this.now();
     if (ticket.pair !== undefined) ticket.pair.failures = 0;
     this.dropBlanks(ticket, now);
-    this.trustedPairs.trust(ticket.pairKey, ticket.accountKey, ticket.scope, now + bruteForceTrustedPairTtlMs, now);
+    this.trustedPairs.trust(ticket.accountKey, ticket.scope, ticket.addressText, now + bruteForceTrustedPairTtlMs, now);
   }
 
   /** The credential was wrong: one more failure for the account, the address (which slows, never locks) and the pair. */

@@ -4,8 +4,11 @@
 // and entry would outlive the young generation and die in the old one: under production traffic (an end user per
 // address) a steady share of the collector's work. Here a pair is a few 32-bit words and a time in typed arrays:
 // set-associative buckets of trustedPairWays slots, every pair of one account in the same bucket (chosen by its
-// account's tag). A fingerprint is HalfSipHash-2-4 of the pair key under a secret key, so no one who lacks the key
-// can make a pair of theirs share the fingerprint, or the bucket, of someone else's.
+// account's tag). A pair is its account's tag and its caller's (keyed 32-bit HalfSipHash-2-4 of the account key and
+// of the caller's User id, none for a Basic caller), and a 64-bit HalfSipHash-2-4 of its address under a key derived
+// from both tags: all under a secret key, so no one who lacks it can make a pair of theirs share the fingerprint, or
+// the bucket, of someone else's. Hashing the parts apart, never the pair key they make, and keeping the last caller's
+// tag, keeps the bytes hashed per success to the account's and the address's.
 //
 // Who may push whom out. A slot also holds 32-bit keyed tags of its pair's account and of its caller (the scope of
 // its address: the User id of the client application that named it in POST /authenticate; none for the admin API's
@@ -118,6 +121,9 @@ export class TrustedPairs {
   readonly #bucketMask: number;
   #k0 = 0;
   #k1 = 0;
+  /** The tag of the last caller placed (scope): few callers make most successes. */
+  #lastScope = '';
+  #lastScopeTag = 0;
   readonly #fp = new Int32Array(2);
 
   /** slots: a power of two, at least trustedPairWays. A random key until useKey(). */
@@ -145,34 +151,39 @@ export class TrustedPairs {
   useKey(key: Uint8Array): void {
     if (key.length < 8) throw new RangeError('the trusted pairs key must hold at least 8 bytes');
     [this.#k0, this.#k1] = keyWords(key);
+    this.#lastScope = '';
     this.#until.fill(0);
   }
 
-  /** Until when the pair is trusted (ms since the epoch), 0 if it is not held. accountKey: the limiter's key of the pair's account. */
-  until(pairKey: string, accountKey: string): number {
-    const first = this.#bucketOf(this.#tag(accountKey));
-    const fp = this.#fingerprint(pairKey);
-    const slot = this.#find(first, fp[0]!, fp[1]!);
+  /**
+   * Until when the pair is trusted (ms since the epoch), 0 if it is not held. accountKey: the limiter's key of the
+   * pair's account; scope: its caller's User id, '' for a Basic caller of the admin API; address: as the limiter's
+   * addressKey() makes it.
+   */
+  until(accountKey: string, scope: string, address: string): number {
+    const account = this.#tag(accountKey);
+    const caller = this.#scopeTag(scope);
+    const fp = this.#fingerprint(account, caller, address);
+    const slot = this.#find(account, caller, fp[0]!, fp[1]!);
     return slot === -1 ? 0 : this.#until[slot]!;
   }
 
   /**
    * Trusts the pair until `until`: renewed in place if held, else placed as the top of this file says (whether it
-   * was: a full bucket may have no slot it may take). accountKey: the limiter's key of the pair's account; scope: its
-   * caller's User id, '' for a Basic caller of the admin API. The caller's tag is hashed only for a pair not held yet.
+   * was: a full bucket may have no slot it may take). The pair is named as for until().
    */
-  trust(pairKey: string, accountKey: string, scope: string, until: number, now: number): boolean {
+  trust(accountKey: string, scope: string, address: string, until: number, now: number): boolean {
     const account = this.#tag(accountKey);
-    const fp = this.#fingerprint(pairKey);
+    const caller = this.#scopeTag(scope);
+    const fp = this.#fingerprint(account, caller, address);
     const fp0 = fp[0]!;
     const fp1 = fp[1]!;
-    const held = this.#find(this.#bucketOf(account), fp0, fp1);
+    const held = this.#find(account, caller, fp0, fp1);
     if (held !== -1) {
       this.#until[held] = until;
       return true;
     }
-    const basic = scope === '';
-    return this.#place(fp0, fp1, account, basic ? 0 : this.#tag(scope), basic ? trustedPairBasic : 0, until, now) !== -1;
+    return this.#place(fp0, fp1, account, caller, scope === '' ? trustedPairBasic : 0, until, now) !== -1;
   }
 
   /** The pairs trusted after `now`, as trustedPairRecordBytes each: fingerprints, tags and times only. */
@@ -208,10 +219,10 @@ export class TrustedPairs {
       const fp0 = view.readInt32LE(at);
       const fp1 = view.readInt32LE(at + 4);
       const account = view.readInt32LE(at + 8);
-      const held = this.#find(this.#bucketOf(account), fp0, fp1);
       const flags = view.readUInt8(at + 24) & trustedPairBasic;
       // A Basic caller's pair has no caller tag: whatever the record says, it is compared with no caller's.
       const scope = flags === trustedPairBasic ? 0 : view.readInt32LE(at + 12);
+      const held = this.#find(account, scope, fp0, fp1);
       if (held !== -1) this.#until[held] = Math.min(until, untilMax);
       else if (this.#place(fp0, fp1, account, scope, flags, Math.min(until, untilMax), now) === -1) continue;
       taken++;
@@ -283,8 +294,9 @@ export class TrustedPairs {
     return slot;
   }
 
-  #fingerprint(pairKey: string): Int32Array {
-    halfSipHash64(this.#k0, this.#k1, pairKey, this.#fp);
+  /** The fingerprint of a pair: its address under the table's key with the account's and the caller's tags in it (into #fp). */
+  #fingerprint(account: number, caller: number, address: string): Int32Array {
+    halfSipHash64(this.#k0 ^ account, this.#k1 ^ caller, address, this.#fp);
     return this.#fp;
   }
 
@@ -294,15 +306,26 @@ export class TrustedPairs {
     return this.#fp[0]!;
   }
 
+  /** A caller's tag, kept for the last caller asked about; 0 for a Basic caller (no scope). */
+  #scopeTag(scope: string): number {
+    if (scope === '') return 0;
+    if (scope !== this.#lastScope) {
+      this.#lastScopeTag = this.#tag(scope);
+      this.#lastScope = scope;
+    }
+    return this.#lastScopeTag;
+  }
+
   /** The first slot of the bucket of an account's pairs, by the account's tag. */
   #bucketOf(account: number): number {
     return (account & this.#bucketMask) * trustedPairWays;
   }
 
-  /** The slot of the bucket starting at `first` that holds the fingerprint (fp0, fp1), else -1. */
-  #find(first: number, fp0: number, fp1: number): number {
+  /** The slot of the account's bucket that holds its pair of this caller and fingerprint (fp0, fp1), else -1. */
+  #find(account: number, caller: number, fp0: number, fp1: number): number {
+    const first = this.#bucketOf(account);
     for (let slot = first; slot < first + trustedPairWays; slot++) {
-      if (this.#until[slot]! > 0 && this.#fp0[slot] === fp0 && this.#fp1[slot] === fp1) return slot;
+      if (this.#until[slot]! > 0 && this.#fp0[slot] === fp0 && this.#fp1[slot] === fp1 && this.#account[slot] === account && this.#scope[slot] === caller) return slot;
     }
     return -1;
   }
