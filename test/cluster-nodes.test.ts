@@ -3,19 +3,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
-import { natsSkipReason, retryUntil, startNatsCluster, type NatsCluster } from './helpers/nats-cluster.js';
+import { natsSkipReason, startNatsCluster, until, type NatsCluster } from './helpers/nats-cluster.js';
 import { newServerDirs, ServerProcess, type Api, type HttpResult } from './helpers/server.js';
 import { emptyCrashTotals, formatCrashTotals, runCrashLoop } from './helpers/fault-crash-loop.js';
 import { baseApplicationId, defaultUserPassword } from './helpers/http-fixtures.js';
 
 const skip = natsSkipReason();
-
-/** Resolves once check() answers true; rejects naming `what` after timeoutMs. */
-async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  await retryUntil(async () => {
-    if (!(await check())) throw new Error('not yet');
-  }, { timeoutMs, what });
-}
 
 /** Starts service nodes on one stream of the NATS cluster; node i's data directory is its own, the key file is shared. */
 class Nodes {

@@ -24,7 +24,7 @@ import { State } from '../src/store/state.js';
 import { newEntityId } from '../src/store/ids.js';
 import { authctl } from './helpers/authctl.js';
 import { authenticate, baseApplicationId, createUser, defaultUserPassword } from './helpers/http-fixtures.js';
-import { natsSkipReason, retryUntil, startNatsCluster, type NatsCluster } from './helpers/nats-cluster.js';
+import { natsSkipReason, startNatsCluster, until, type NatsCluster } from './helpers/nats-cluster.js';
 import { adminEmail, adminPassword, newServerDirs, ServerProcess, type Api, type ServerDirs } from './helpers/server.js';
 
 const skip = natsSkipReason();
@@ -34,12 +34,6 @@ const natsPassword = randomBytes(12).toString('hex');
 const natsCredentials = { CLUSTER_NATS_USER: natsUser, CLUSTER_NATS_PASSWORD: natsPassword };
 const intruderEmail = 'intruder@example.com';
 const intruderPassword = 'intruder-pass-7Yq!';
-
-async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  await retryUntil(async () => {
-    if (!(await check())) throw new Error('not yet');
-  }, { timeoutMs, what });
-}
 
 /** Nodes on one stream of a one-server NATS; the key file is the first node's. */
 class Nodes {

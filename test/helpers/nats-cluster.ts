@@ -91,6 +91,13 @@ export async function retryUntil<T>(attempt: () => Promise<T>, options: RetryOpt
   }
 }
 
+/** Resolves once check() answers true; rejects naming `what` after timeoutMs. */
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  await retryUntil(async () => {
+    if (!(await check())) throw new Error('not yet');
+  }, { timeoutMs, what });
+}
+
 // ---- ports ----
 
 /** `count` distinct free loopback ports: all are held open together so none is handed out twice, then released. */
