@@ -120,9 +120,9 @@ interface Store {
   readonly cluster?: {
     readonly readiness: NodeReadiness; readonly conflicts: number; readonly refused: number; readonly rejected: Readonly<Record<RejectedKind, number>>;
   };
-  readiness(): NodeReadiness;
+  readiness(): NodeReadiness | Promise<NodeReadiness>;
   /** Cluster mode: see PipelineDeps.strongRead. */
-  readonly strongRead?: () => Promise<void>;
+  readonly strongRead?: (waitMs?: number) => Promise<void>;
   /** Cluster mode: the limiter's failures shared with the other nodes, and theirs counted (src/cluster/shared-failures.ts). */
   readonly shareFailures?: (limiter: BruteForceLimiter) => SharedFailures;
   close(): Promise<void>;
@@ -172,7 +172,7 @@ async function openCluster(config: Config, cluster: ClusterConfig, logger: Logge
       get readiness() { return node.readiness; }, get conflicts() { return committer.conflicts; }, get refused() { return committer.refused; },
       rejected: rejected.counts,
     },
-    readiness: () => node.readiness, strongRead: () => node.syncPoint(), close: () => node.close(),
+    readiness: () => node.probeReadiness(), strongRead: (waitMs) => node.syncPoint(waitMs), close: () => node.close(),
     shareFailures: (limiter) => shareFailures(node.log.connection, cluster.stream, limiter, seal, rejected),
   };
 }

@@ -201,10 +201,15 @@ describe('cluster mode on NATS JetStream', { skip }, () => {
       const login = await nodes.api(1).post('/authenticate', { type: 'username', application: app, credential: { username: acknowledged[0]!, password: defaultUserPassword } });
       assert.equal(login.status, 200, login.text);
       assert.match(login.text, /"authenticated":true/);
+      // Issue 43: still connected to the one server left, but no leader can give a barrier: not ready, writes cannot commit.
+      const noQuorum = await nodes.api(0).get('/health/ready', { credentials: null });
+      assert.equal(noQuorum.status, 503, noQuorum.text);
+      assert.match(noQuorum.text, /"degraded"/);
 
       await nats.restart(0);
       await nats.restart(1);
       await until(async () => (await nodes.api(0).post('/users/user', userBody(`back-${Date.now()}@example.com`, app))).status === 200, 30_000, 'a write once the servers are back');
+      await until(async () => (await nodes.api(0).get('/health/ready', { credentials: null })).status === 200, 10_000, 'ready again once writes commit');
       for (const i of [0, 1]) {
         const held = new Set(await emailsOn(nodes.api(i)));
         assert.deepEqual(acknowledged.filter((e) => !held.has(e)), [], `node ${i} lacks acknowledged writes`);

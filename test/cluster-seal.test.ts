@@ -52,13 +52,14 @@ test('no two messages sealed by one process, or by two, share a nonce', () => {
   assert.equal(nonces.size, 2000);
 });
 
-test('a log message opens only at the sequence it was sealed for', () => {
+test('a log message opens only in the stream and subject it was sealed for', () => {
   const seal = new ClusterSeal(randomBytes(32));
   const log = new LogSeal(seal, 'authd', 'authd.log');
-  const message = log.close(5, [Buffer.from('frames')]);
-  assert.deepEqual(log.open(5, message), Buffer.from('frames'));
-  assert.equal(log.open(6, message), undefined);
-  assert.equal(new LogSeal(seal, 'other', 'other.log').open(5, message), undefined);
+  const message = log.close([Buffer.from('frames')]);
+  assert.deepEqual(log.open(message), Buffer.from('frames'));
+  assert.equal(new LogSeal(seal, 'other', 'other.log').open(message), undefined);
+  assert.equal(new LogSeal(seal, 'authd', 'authd.failures').open(message), undefined);
+  assert.deepEqual(log.open(log.close([])), Buffer.alloc(0), 'a barrier opens to nothing');
 });
 
 function organization(id: string, at: number): Organization {
@@ -66,7 +67,7 @@ function organization(id: string, at: number): Organization {
 }
 
 function message(log: LogSeal, record: LogRecord): Buffer {
-  return log.close(record.seq, [encodeRecord(record)]);
+  return log.close([encodeRecord(record)]);
 }
 
 test('a log message that does not open is passed over as an empty record: counted, the sequence advances, nothing else changes', () => {
@@ -80,13 +81,14 @@ test('a log message that does not open is passed over as an empty record: counte
   const waiting = replica.applied(3);
   let woken = false;
   void waiting.then(() => { woken = true; });
-  // Clear records (as an earlier version wrote them), another key's, the right key for another sequence, garbage.
+  // Clear records (as an earlier version wrote them), another key's, records decided for another sequence, garbage.
   const forged: LogRecord = { seq: 2, at: 9_000_000, ops: [{ op: 'put', kind: 'organization', value: organization('forged', 9_000_000) }] };
   assert.equal(replica.receive(2, encodeRecord(forged)), 0);
   assert.equal(replica.receive(3, message(new LogSeal(new ClusterSeal(randomBytes(32)), 'authd', 'authd.log'), { ...forged, seq: 3 })), 0);
-  assert.equal(replica.receive(4, message(log, forged)), 0, 'sealed for 2, published at 4');
+  assert.equal(replica.receive(4, message(log, forged)), 0, 'decided for 2, landed at 4: void');
   assert.equal(replica.receive(5, Buffer.from('garbage')), 0);
-  assert.equal(rejected.counts.log, 4);
+  assert.equal(rejected.counts.log, 3);
+  assert.equal(rejected.counts.void, 1);
   assert.equal(state.lastSeq, 5);
   assert.equal(state.lastAt, 1000, 'the rejected messages\' times are not taken');
   assert.equal(state.organization('forged'), undefined);
@@ -99,13 +101,13 @@ test('a log message that does not open is passed over as an empty record: counte
   return waiting.then(() => assert.equal(woken, true));
 });
 
-test('a log message that opens but is not records of its sequence is a bug of ours: it throws and is not applied', () => {
+test('a log message that opens but is not records of one sequence is a bug of ours: it throws and is not applied', () => {
   const seal = new ClusterSeal(randomBytes(32));
   const log = new LogSeal(seal, 'authd', 'authd.log');
   const state = new State();
   const replica = new Replica(state, log, new RejectedMessages(quiet));
-  assert.throws(() => replica.receive(1, log.close(1, [Buffer.from([1, 2, 3, 4, 5, 6, 7])])), StreamMessageError);
-  assert.throws(() => replica.receive(1, log.close(1, [encodeRecord({ seq: 2, at: 1, ops: [] })])), StreamMessageError, 'records of another sequence');
+  assert.throws(() => replica.receive(1, log.close([Buffer.from([1, 2, 3, 4, 5, 6, 7])])), StreamMessageError);
+  assert.throws(() => replica.receive(1, log.close([encodeRecord({ seq: 1, at: 1, ops: [] }), encodeRecord({ seq: 2, at: 1, ops: [] })])), StreamMessageError, 'records of two sequences');
   assert.equal(state.lastSeq, 0);
 });
 
@@ -177,7 +179,7 @@ test('rejected messages are counted by kind and logged at most once per interval
   const rejected = new RejectedMessages({ warn: (obj) => { lines.push(obj as Record<string, unknown>); } });
   for (let i = 0; i < 1000; i++) rejected.reject('log', { seq: i });
   rejected.reject('failure', { subject: 'authd.failures' });
-  assert.deepEqual(rejected.counts, { log: 1000, failure: 1, snapshot: 0, status: 0 });
+  assert.deepEqual(rejected.counts, { log: 1000, failure: 1, snapshot: 0, status: 0, void: 0 });
   assert.equal(lines.length, 2, `one line per kind within ${clusterRejectedLogIntervalMs} ms`);
   assert.deepEqual([lines[0]!['kind'], lines[0]!['seq'], lines[0]!['rejected']], ['log', 0, 1]);
   assert.equal(lines[1]!['kind'], 'failure');

@@ -178,23 +178,23 @@ describe('issue 42: a cluster only its nodes can write or read', { skip, timeout
     try {
       const someone = await createUser(nodes.api(0), [app]);
       const intruder = await intruderUser(someone.organization!.id, app);
-      const next = (await jsm.streams.info(nodes.stream)).state.last_seq + 1;
+      // Decided for the sequence the stream is at (barriers of the nodes may land in between: then it is void as well).
+      const next = async (): Promise<number> => (await jsm.streams.info(nodes.stream)).state.last_seq + 1;
       const forged = (seq: number): LogRecord => ({ seq, at: Date.now() * 1000, ops: [{ op: 'put', kind: 'user', value: intruder }] });
-      const intruderKept = async (what: string): Promise<void> => {
+      const intruderKept = async (at: number, what: string): Promise<void> => {
         for (const i of [0, 1]) {
           const api = nodes.api(i);
-          await until(async () => (await metric(api, 'authd_log_last_seq')) >= next, 10_000, `node ${i} past the record ${what}`);
+          await until(async () => (await metric(api, 'authd_log_last_seq')) >= at, 10_000, `node ${i} past the record ${what}`);
           assert.equal((await api.get(`/users/user/${intruder.id}`)).status, 404, `node ${i}: no forged User (${what})`);
           assert.equal((await authenticate(api, app, 'username', intruderEmail, intruderPassword)).authenticated, false, `node ${i}: the forged User does not authenticate`);
           assert.equal((await api.as({ username: intruderEmail, password: intruderPassword }).get('/applications')).status, 401, `node ${i}: the forged User is no caller`);
         }
       };
-      assert.equal((await js.publish(logSubject, encodeRecord(forged(next)))).seq, next);
-      await intruderKept('in clear');
-      const sealedElsewhere = sealUnderAnotherKey(encodeRecord(forged(next + 1)), `authd-cluster-v1\0log\0${nodes.stream}\0${logSubject}\0${next + 1}`);
-      assert.equal((await js.publish(logSubject, sealedElsewhere)).seq, next + 1);
+      await intruderKept((await js.publish(logSubject, encodeRecord(forged(await next())))).seq, 'in clear');
+      const sealedElsewhere = sealUnderAnotherKey(encodeRecord(forged(await next())), `authd-cluster-v1\0log\0${nodes.stream}\0${logSubject}`);
+      const at = (await js.publish(logSubject, sealedElsewhere)).seq;
       await clusterGoesOn(nodes, app, jsm);
-      await intruderKept('sealed under another key');
+      await intruderKept(at, 'sealed under another key');
       for (const i of [0, 1]) assert.equal(await metric(nodes.api(i), 'authd_cluster_rejected_messages_total{kind="log"}'), 2, `node ${i} counted both`);
     } finally {
       await nodes.dispose();
@@ -252,7 +252,8 @@ describe('issue 42: a cluster only its nodes can write or read', { skip, timeout
       for (const i of [0, 1]) {
         const user = await nodes.api(i).get(`/users/user/${renamed.id}`);
         assert.match(user.text, /"name":"Second Name"/, `node ${i}: the User as it was made did not come back`);
-        assert.equal(await metric(nodes.api(i), 'authd_cluster_rejected_messages_total{kind="log"}'), 1, `node ${i}`);
+        // It opens (it is the nodes' own), but its records were decided for the sequence where it first landed: void.
+        assert.equal(await metric(nodes.api(i), 'authd_cluster_rejected_messages_total{kind="void"}'), 1, `node ${i}`);
       }
     } finally {
       await nodes.dispose();

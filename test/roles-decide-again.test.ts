@@ -136,14 +136,14 @@ describe('cluster mode, a change decided again after another node wrote first', 
       maxPayloadBytes: 1 << 20,
       publish: (_payload, expectedLastSeq) => {
         publishes++;
-        if (publishes > 1) return Promise.resolve(expectedLastSeq + 1);
+        if (publishes > 1) return Promise.resolve({ seq: expectedLastSeq + 1, id: new Uint8Array(12) });
         // Another node's record got to the stream first; this node has applied it by the time it asks.
         otherNode(h, { manager, target, base });
-        return Promise.reject(new WrongLastSequenceError(expectedLastSeq));
+        return Promise.reject(new WrongLastSequenceError(expectedLastSeq, h.state.lastSeq));
       },
-      lastSeq: () => Promise.resolve(h.state.lastSeq),
+      barrier: () => Promise.resolve(h.state.lastSeq),
     };
-    const replica = { applied: () => Promise.resolve() } as unknown as Replica;
+    const replica = { applied: () => Promise.resolve(), fateOf: () => 'applied' } as unknown as Replica;
     const committer = new ClusterCommitter(h.state, replica, stream, new MicrosClock(), { newId: newEntityId, newApikeyId, newNonce: newEntityId });
     const handle = createPipeline(routeTable, {
       realm: 'authd',

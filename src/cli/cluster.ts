@@ -296,8 +296,8 @@ async function lockDataDir(dir: string): Promise<{ release(): Promise<void> }> {
 }
 
 /**
- * Appends message after message, each sealed for its sequence as a node's are and expecting the one before it: a write
- * by anyone else stops the copy at once.
+ * Appends message after message, each sealed as a node's are (its records carrying its sequence) and expecting the
+ * one before it: a write by anyone else stops the copy at once.
  */
 async function publishAll(nats: Nats, log: StreamLog, seal: ClusterSeal, messages: Iterable<InitMessage>, runId: string): Promise<{ messages: number; ops: number }> {
   const logSeal = new nats.LogSeal(seal, log.stream, log.subject);
@@ -306,7 +306,7 @@ async function publishAll(nats: Nats, log: StreamLog, seal: ClusterSeal, message
   for (const message of messages) {
     // StreamLog.publish sends a message with no answer again itself (the same Nats-Msg-Id makes that safe).
     try {
-      await log.publish(logSeal.close(message.seq, message.payload), message.seq - 1, `authctl-init-${runId}-${message.seq}`);
+      await log.publish(logSeal.close(message.payload), message.seq - 1, `authctl-init-${runId}-${message.seq}`);
     } catch (err) {
       const partly = count === 0 ? 'nothing was written' : `the stream holds the first ${count} messages of the copy: delete the stream and run cluster init again`;
       if (err instanceof nats.WrongLastSequenceError) {

@@ -1,9 +1,15 @@
-// The write path of cluster mode: decide against this node's state, publish to the stream expecting the sequence decided against, and answer once the stream stored it and this node applied it.
+// The write path of cluster mode: decide against this node's state, publish to the stream expecting the sequence decided against, and answer once this node has applied its own message as valid.
 //
-// No leader of our own: JetStream's expected last sequence is the arbiter. A node that decided against a state
-// another node has since moved past gets a wrong-last-sequence answer, waits until it has applied what the other
-// wrote, and decides again. Decisions waiting together are decided one after another (each sees the ones before
-// it) and go in one message: group commit, as the embedded log does with its fsync.
+// No leader of our own. The records of a message carry the sequence they were decided for (the one right after the
+// state's last), and every node applies them only there (replica.ts): JetStream's expected last sequence keeps the
+// others out, and a message it lets through elsewhere anyway is void everywhere. So a writer answers only once its
+// reader has applied the very message it published, at the sequence it was decided for; otherwise (another
+// node's message there, or its own voided) it decides again. A node that decided against a state another node has
+// since moved past gets a wrong-last-sequence answer naming the stream's last sequence, waits until it has applied
+// that, and decides again. A refusal that rests on what this node may not have seen yet (404, 409, an unknown
+// reference) is given only after catching up with the stream's leader once (a barrier). Decisions waiting together
+// are decided one after another (each sees the ones before it) and go in one message: group commit, as the embedded
+// log does with its fsync.
 
 import { randomBytes } from 'node:crypto';
 import type { LogRecord } from '../domain/entities.js';
@@ -20,12 +26,22 @@ import { StreamUnavailableError, WrongLastSequenceError } from './stream-log.js'
 
 /** What the committer needs of the stream (src/cluster/stream-log.ts, sealed by ClusterNode.writer). */
 export interface StreamWriter {
-  /** Appends the record frames, back to back, as one message right after expectedLastSeq; its sequence. */
-  publish(frames: readonly Uint8Array[], expectedLastSeq: number, msgId: string): Promise<number>;
+  /**
+   * Appends the record frames, back to back, as one message right after expectedLastSeq: the sequence JetStream
+   * stored it at, and the message's id (sealedMessageId) by which the replica tells it from any other.
+   */
+  publish(frames: readonly Uint8Array[], expectedLastSeq: number, msgId: string): Promise<{ readonly seq: number; readonly id: Uint8Array }>;
   /** The largest message the stream takes, in record bytes. */
   readonly maxPayloadBytes: number;
-  /** The stream's last sequence now. */
-  lastSeq(): Promise<number>;
+  /** A sequence the stream's leader gave after this call began: every write acknowledged before it is at or below. */
+  barrier(): Promise<number>;
+}
+
+/** A refusal decided on this node's state that a node behind the others could give wrongly: checked again once caught up. */
+function restsOnState(outcome: Outcome): boolean {
+  if (outcome.ok || !(outcome.error instanceof DomainError)) return false;
+  const { status, code } = outcome.error;
+  return status === 404 || status === 409 || code === 'unknown_reference';
 }
 
 type Decide = (state: State, ctx: DecideContext) => Decision<unknown>;
@@ -76,6 +92,7 @@ export class ClusterCommitter implements Commits {
   async #commitBatch(waiting: readonly Waiting[]): Promise<void> {
     let failure: unknown;
     let batch = waiting;
+    let caughtUp = false;
     for (let attempt = 1; attempt <= clusterCommitAttemptsMax; attempt++) {
       const base = this.state.lastSeq;
       const { frames, outcomes } = this.#decideAll(batch, base + 1);
@@ -84,21 +101,33 @@ export class ClusterCommitter implements Commits {
         this.#queue.unshift(...batch.slice(outcomes.length));
         batch = batch.slice(0, outcomes.length);
       }
-      if (frames.length === 0) return settle(batch, outcomes);
-      const msgId = `${this.#idPrefix}-${++this.#messages}`;
       try {
-        const seq = await this.stream.publish(frames, base, msgId);
+        if (!caughtUp && outcomes.some(restsOnState)) {
+          // Another node may have written what this one has not applied yet: catch up with the leader, decide again.
+          caughtUp = true;
+          await this.replica.applied(await this.stream.barrier());
+          continue;
+        }
+        if (frames.length === 0) return settle(batch, outcomes);
+        const { seq, id } = await this.stream.publish(frames, base, `${this.#idPrefix}-${++this.#messages}`);
         await this.replica.applied(seq);
-        return settle(batch, outcomes);
+        // Elsewhere than base + 1 the records are void; there, another node's message may have taken the place.
+        const fate = seq === base + 1 ? this.replica.fateOf(seq, id) : 'void';
+        if (fate === 'applied') return settle(batch, outcomes);
+        if (fate === 'unknown') {
+          failure = new StreamUnavailableError(`this node no longer remembers what became of message ${seq}`);
+          break;
+        }
+        this.conflicts++;
       } catch (err) {
         failure = err;
         if (!(err instanceof WrongLastSequenceError)) break;
-        // Another node wrote first: decide again once this node has applied what the stream now holds.
+        // Another node wrote first: decide again once this node has applied what the leader says the stream holds.
         this.conflicts++;
         try {
-          await this.replica.applied(await this.stream.lastSeq());
-        } catch (infoErr) {
-          failure = infoErr;
+          await this.replica.applied(err.lastSeq ?? await this.stream.barrier());
+        } catch (barrierErr) {
+          failure = barrierErr;
           break;
         }
       }

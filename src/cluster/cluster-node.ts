@@ -1,9 +1,14 @@
-// One node of a cluster: connects to the stream, checks the server key against the cluster's (and that the cluster is sealed), loads the newest snapshot (local, else the cluster's), follows the stream from there, and takes snapshots (local, and the cluster's, below which the stream is purged).
+// One node of a cluster: connects to the stream, checks the server key against the cluster's (and that the cluster is sealed), loads the newest snapshot (local, else the cluster's), follows the stream from there, answers what the stream's leader says it holds (barriers: strong reads, readiness), and takes snapshots (local, and the cluster's, below which the stream is purged).
+//
+// What the stream holds now is asked of its leader alone, by a barrier: a sealed message with no record, published
+// with no expectation, whose sequence only the leader gives once a quorum stored it. Stream info will not do: while
+// the stream has no leader any replica answers it, with a last sequence that may be behind what was acknowledged.
 
 import { dirname, resolve } from 'node:path';
 import { ConfigError, type ClusterConfig } from '../config/config.js';
 import {
-  clusterFollowCheckMs, clusterSnapshotsKept, clusterStartWaitMs, clusterStrongReadWaitMs, snapshotsKept, unavailableRetryAfterS,
+  clusterFollowCheckMs, clusterReadyLagMs, clusterReadyProbeMs, clusterSnapshotsKept, clusterStartWaitMs, clusterStrongReadWaitMs,
+  snapshotsKept, unavailableRetryAfterS,
 } from '../config/limits.js';
 import { packageVersion } from '../config/package-version.js';
 import { DomainError } from '../domain/errors.js';
@@ -18,9 +23,9 @@ import type { StreamWriter } from './cluster-committer.js';
 import { serveNodeStatus, type NodeReadiness } from './node-status.js';
 import type { RejectedMessages } from './rejected.js';
 import { isUnsealedMessage, Replica } from './replica.js';
-import { LogSeal, sealOverheadBytes, type ClusterSeal } from './seal.js';
+import { LogSeal, sealedMessageId, sealOverheadBytes, type ClusterSeal } from './seal.js';
 import { SnapshotBucket, SnapshotSealError } from './snapshot-bucket.js';
-import { StreamLog, StreamUnavailableError, whileUnavailable, within, type StreamFollower } from './stream-log.js';
+import { StreamLog, StreamUnavailableError, whileUnavailable, within, WrongLastSequenceError, type StreamFollower } from './stream-log.js';
 
 const timerMsMax = 2 ** 31 - 1;
 
@@ -42,11 +47,18 @@ export interface ClusterNodeOptions {
 
 
 export class ClusterNode {
-  /** The stream as the committer writes it: each message sealed for the sequence it is to take. */
+  /** The stream as the committer writes it: each message sealed, its records carrying the sequence they are for. */
   readonly writer: StreamWriter;
   #follower: StreamFollower | undefined;
-  /** The stream's last sequence when this node started: ready once applied. */
+  /** A barrier's sequence when this node started: ready once applied. */
   #startSeq = 0;
+  /** The highest sequence the stream's leader has given this node (acknowledgements, barriers, refusals): its reader must get there. */
+  #leaderSeq = 0;
+  /** The barrier not yet published: every strong read and catch-up asked for in this turn waits for the same one. */
+  #nextBarrier: Promise<number> | undefined;
+  /** The readiness the last barrier found, and when (performance.now()); the one being found. */
+  #probed: { readonly readiness: NodeReadiness; readonly atMs: number } | undefined;
+  #probing: Promise<NodeReadiness> | undefined;
   #snapshotRunning: Promise<SnapshotWritten | undefined> | undefined;
   #newestSnapshotSeq: number;
   #timer: NodeJS.Timeout | undefined;
@@ -65,7 +77,22 @@ export class ClusterNode {
     snapshotSeq: number,
   ) {
     this.#newestSnapshotSeq = snapshotSeq;
-    this.writer = sealedWriter(log, replica.seal);
+    this.writer = {
+      publish: async (frames, expectedLastSeq, msgId) => {
+        // Sealed once, outside StreamLog.publish's retries: a retry sends the very same bytes under the same message id.
+        const sealed = replica.seal.close(frames);
+        try {
+          const seq = await log.publish(sealed, expectedLastSeq, msgId);
+          this.#sawLeaderSeq(seq);
+          return { seq, id: sealedMessageId(sealed) };
+        } catch (err) {
+          if (err instanceof WrongLastSequenceError && err.lastSeq !== undefined) this.#sawLeaderSeq(err.lastSeq);
+          throw err;
+        }
+      },
+      get maxPayloadBytes() { return log.maxPayloadBytes - sealOverheadBytes; },
+      barrier: () => this.barrier(),
+    };
   }
 
   /** Everything up to following the stream; await caughtUp() before serving. */
@@ -107,21 +134,71 @@ export class ClusterNode {
     return this.replica.applied(this.#startSeq);
   }
 
+  /** Readiness as last found (metrics, cluster status): catching up at start, degraded without NATS, else the last probe's. */
   get readiness(): NodeReadiness {
     if (this.replica.appliedSeq < this.#startSeq) return 'catching_up';
-    return this.log.connected ? 'ready' : 'degraded';
+    if (!this.log.connected) return 'degraded';
+    return this.#probed?.readiness ?? 'ready';
   }
 
   /**
-   * For a strongly consistent read: resolves once this node has applied what the stream holds now. Rejects with a 503
-   * when NATS cannot say what that is, or the node has not applied it within clusterStrongReadWaitMs.
+   * GET /health/ready: ready only when this node applies, within clusterReadyLagMs, a barrier published after the
+   * question; catching_up when it does not; degraded when no leader gives one (this node could not commit a write).
+   * One barrier answers every question asked within clusterReadyProbeMs of it.
    */
-  async syncPoint(): Promise<void> {
+  probeReadiness(): NodeReadiness | Promise<NodeReadiness> {
+    if (this.replica.appliedSeq < this.#startSeq || !this.log.connected) return this.readiness;
+    const probed = this.#probed;
+    if (probed !== undefined && performance.now() - probed.atMs < clusterReadyProbeMs) return probed.readiness;
+    this.#probing ??= this.#probe().finally(() => { this.#probing = undefined; });
+    return this.#probing;
+  }
+
+  async #probe(): Promise<NodeReadiness> {
+    let readiness: NodeReadiness;
     try {
-      await within(this.log.lastSeq().then((seq) => this.replica.applied(seq)), clusterStrongReadWaitMs, () => new Error('not applied in time'));
+      const seq = await within(this.barrier(), clusterStrongReadWaitMs, () => new StreamUnavailableError('no barrier in time'));
+      readiness = await within(this.replica.applied(seq).then((): NodeReadiness => 'ready'), clusterReadyLagMs, () => new Error('behind'))
+        .catch((): NodeReadiness => 'catching_up');
     } catch {
-      throw new DomainError('storage_unavailable', 'This node cannot give a strongly consistent read right now (the cluster log is unavailable or ahead of it); retry later.', { retryAfterS: unavailableRetryAfterS });
+      readiness = 'degraded';
     }
+    this.#probed = { readiness, atMs: performance.now() };
+    return readiness;
+  }
+
+  /**
+   * A sequence the stream's leader gave after this call: a barrier, shared by every call of the same turn (published
+   * once the turn's I/O is done), so that one serves a burst of strong reads. Rejects at once without NATS.
+   */
+  barrier(): Promise<number> {
+    if (!this.log.connected) return Promise.reject(new StreamUnavailableError('not connected to NATS'));
+    this.#nextBarrier ??= new Promise<number>((resolve, reject) => {
+      setImmediate(() => {
+        this.#nextBarrier = undefined;
+        this.log.publishAnywhere(this.replica.seal.close([])).then((seq) => {
+          this.#sawLeaderSeq(seq);
+          resolve(seq);
+        }, reject);
+      });
+    });
+    return this.#nextBarrier;
+  }
+
+  /**
+   * For a strongly consistent read (and before a 404 is final): resolves once this node has applied a barrier
+   * published after the call. Rejects with a 503 when no leader gives one, or the node has not applied it within waitMs.
+   */
+  async syncPoint(waitMs = clusterStrongReadWaitMs): Promise<void> {
+    try {
+      await within(this.barrier().then((seq) => this.replica.applied(seq)), waitMs, () => new Error('not applied in time'));
+    } catch {
+      throw new DomainError('storage_unavailable', 'This node cannot give a strongly consistent read right now (the cluster log has no leader, or this node is behind it); retry later.', { retryAfterS: unavailableRetryAfterS });
+    }
+  }
+
+  #sawLeaderSeq(seq: number): void {
+    if (seq > this.#leaderSeq) this.#leaderSeq = seq;
   }
 
   /** Takes a local snapshot now, unless one is running (that one) or nothing was applied since the newest (undefined). */
@@ -150,8 +227,6 @@ export class ClusterNode {
   }
 
   async #start(): Promise<void> {
-    // Retried as the stream's opening is: a JetStream request may time out during an election or under load.
-    this.#startSeq = await whileUnavailable(() => this.log.lastSeq(), clusterStartWaitMs);
     let sinceSnapshot = 0;
     this.#follower = await whileUnavailable(() => this.log.follow(this.state.lastSeq + 1, (seq, data) => {
       if (this.#closed) return;
@@ -169,6 +244,9 @@ export class ClusterNode {
         this.snapshot().catch(() => undefined);
       }
     }), clusterStartWaitMs);
+    // What the stream holds as its leader says, retried while there is none (an election, servers restarting).
+    this.#startSeq = await whileUnavailable(() => this.log.publishAnywhere(this.replica.seal.close([])), clusterStartWaitMs);
+    this.#sawLeaderSeq(this.#startSeq);
     this.#armTimer();
     this.#watch();
     // Answers `authctl cluster status` (src/cluster/node-status.ts).
@@ -180,14 +258,17 @@ export class ClusterNode {
     }), this.opts.seal, this.opts.rejected);
   }
 
-  /** Restarts the stream's reader when the stream is ahead of this node and nothing was applied since the last look. */
+  /**
+   * Restarts the stream's reader when the stream is ahead of this node (as its leader said, or stream info: a hint,
+   * which may be behind) and nothing was applied since the last look.
+   */
   #watch(): void {
     let seen = this.replica.appliedSeq;
     const check = async (): Promise<void> => {
       if (this.#closed) return;
       const applied = this.replica.appliedSeq;
       if (applied === seen && this.log.connected) {
-        const last = await this.log.lastSeq().catch(() => applied);
+        const last = Math.max(this.#leaderSeq, await this.log.lastSeq().catch(() => applied));
         if (last > applied && this.replica.appliedSeq === applied) {
           this.opts.logger.warn({ applied, streamLastSeq: last }, 'no progress reading the stream; starting the reader again');
           this.#follower?.restart();
@@ -260,16 +341,6 @@ export class ClusterNode {
     this.#timer = setTimeout(() => void this.snapshot().catch(() => undefined), Math.min(this.opts.snapshotEverySeconds * 1000, timerMsMax));
     this.#timer.unref();
   }
-}
-
-/** The stream's sealed messages as the committer publishes them (StreamWriter), each sealed for the sequence it is to take. */
-function sealedWriter(log: StreamLog, seal: LogSeal): StreamWriter {
-  return {
-    // Sealed once, outside StreamLog.publish's retries: a retry sends the very same bytes under the same message id.
-    publish: (frames, expectedLastSeq, msgId) => log.publish(seal.close(expectedLastSeq + 1, frames), expectedLastSeq, msgId),
-    get maxPayloadBytes() { return log.maxPayloadBytes - sealOverheadBytes; },
-    lastSeq: () => log.lastSeq(),
-  };
 }
 
 /** Whether the stream's first message is in the form of an earlier version that sealed nothing: a cluster it wrote. */

@@ -1,8 +1,8 @@
-// Messages from NATS that did not open under the server key (src/cluster/seal.ts): counted by kind for /metrics, logged at a bounded rate, never applied.
+// Messages from NATS that are not applied: those that did not open under the server key (src/cluster/seal.ts), and log messages void because they landed at another sequence than the one they were decided for (replica.ts); counted by kind for /metrics, logged at a bounded rate.
 
 import { clusterRejectedLogIntervalMs } from '../config/limits.js';
 
-export const rejectedKinds = ['log', 'failure', 'snapshot', 'status'] as const;
+export const rejectedKinds = ['log', 'failure', 'snapshot', 'status', 'void'] as const;
 export type RejectedKind = typeof rejectedKinds[number];
 
 /** What a rejection is logged with (pino's warn, or a test's). */
@@ -15,13 +15,14 @@ const why: Record<RejectedKind, string> = {
   failure: 'a shared failure does not open under this server key, or was sent before (a replay) or outside the time window: not counted',
   snapshot: 'a snapshot in the cluster bucket does not open under this server key: not loaded',
   status: 'a status request or answer is not one of the cluster\'s: not answered',
+  void: 'a message on the cluster log landed at another sequence than the one it was decided for: void on every node (its writer decides again)',
 };
 
 export class RejectedMessages {
-  readonly #counts: Record<RejectedKind, number> = { log: 0, failure: 0, snapshot: 0, status: 0 };
+  readonly #counts: Record<RejectedKind, number> = { log: 0, failure: 0, snapshot: 0, status: 0, void: 0 };
   /** Per kind: rejections since the last line, and when that line was written. */
-  readonly #unlogged: Record<RejectedKind, number> = { log: 0, failure: 0, snapshot: 0, status: 0 };
-  readonly #loggedAtMs: Record<RejectedKind, number> = { log: -Infinity, failure: -Infinity, snapshot: -Infinity, status: -Infinity };
+  readonly #unlogged: Record<RejectedKind, number> = { log: 0, failure: 0, snapshot: 0, status: 0, void: 0 };
+  readonly #loggedAtMs: Record<RejectedKind, number> = { log: -Infinity, failure: -Infinity, snapshot: -Infinity, status: -Infinity, void: -Infinity };
 
   constructor(private readonly logger: RejectionLogger) {}
 

@@ -3,8 +3,9 @@
 // Whoever reaches the cluster's NATS without the server key reads nothing of a sealed message (emails, password
 // hashes, API Key nonces, sealed signing keys) and cannot make one that opens: a forged, altered or cut message
 // fails the tag. The associated data binds each message to its place, so a sealed message copied elsewhere does not
-// open either: a log message at another sequence or in another stream, a failure on the log's subject, a snapshot's
-// part under another name or index, a status answer to another request.
+// open either: a log message in another stream, a failure on the log's subject, a snapshot's part under another
+// name or index, a status answer to another request. A log message's sequence is not in its associated data: its
+// records carry the sequence they were decided for, and one that lands elsewhere opens but is void (replica.ts).
 //
 // A sealed message is nonce (12 bytes) | ciphertext | tag (16 bytes). The nonce is a random prefix drawn per
 // ClusterSeal (per process) and a counter, so nonces never repeat under the key, however many messages a node
@@ -86,17 +87,29 @@ export class ClusterSeal {
   }
 }
 
-/** The log's messages: each sealed for its stream, subject and the sequence it is published at (the records' own). */
+/**
+ * The log's messages, each sealed for its stream and subject: record frames, or nothing at all for a barrier (a
+ * message whose only use is the sequence the stream's leader gives it, cluster-node.ts).
+ */
 export class LogSeal {
-  constructor(private readonly seal: ClusterSeal, readonly stream: string, readonly subject: string) {}
+  readonly #context: Buffer;
 
-  /** The message that holds these record frames at seq. */
-  close(seq: number, frames: Uint8Array | readonly Uint8Array[]): Buffer {
-    return this.seal.seal(frames, sealContext('log', this.stream, this.subject, seq));
+  constructor(private readonly seal: ClusterSeal, readonly stream: string, readonly subject: string) {
+    this.#context = sealContext('log', stream, subject);
   }
 
-  /** The record frames of the message at seq, or undefined when it does not open there. */
-  open(seq: number, data: Uint8Array): Buffer | undefined {
-    return this.seal.open(data, sealContext('log', this.stream, this.subject, seq));
+  /** The message that holds these record frames ([] for a barrier). */
+  close(frames: Uint8Array | readonly Uint8Array[]): Buffer {
+    return this.seal.seal(frames, this.#context);
   }
+
+  /** The record frames of a message (empty for a barrier), or undefined when it does not open. */
+  open(data: Uint8Array): Buffer | undefined {
+    return this.seal.open(data, this.#context);
+  }
+}
+
+/** The bytes that tell one sealed message from every other: its nonce, which no two seals share. */
+export function sealedMessageId(sealed: Uint8Array): Uint8Array {
+  return sealed.subarray(0, sealNonceBytes);
 }

@@ -47,10 +47,17 @@ export async function within<T>(promise: Promise<T>, ms: number, late: () => Err
 /** Another node appended first: the stream's last sequence was not the one this node decided against. */
 export class WrongLastSequenceError extends Error {
   readonly code = 'wrong_last_sequence';
-  constructor(readonly expected: number) {
+  /** expected: the last sequence the write expected; lastSeq: the stream's last as its leader answered (undefined when it did not say). */
+  constructor(readonly expected: number, readonly lastSeq: number | undefined) {
     super(`the stream moved past sequence ${expected}`);
     this.name = 'WrongLastSequenceError';
   }
+}
+
+/** The stream's last sequence in a wrong-last-sequence refusal (nats-server writes `wrong last sequence: <seq>`), if it names one. */
+function lastSeqOf(err: JetStreamApiError): number | undefined {
+  const m = /wrong last sequence: (\d+)/.exec(err.message);
+  return m === null ? undefined : Number(m[1]);
 }
 
 /** The stream could not take or confirm a write: NATS unreachable, no JetStream quorum, or no answer in time. */
@@ -191,9 +198,25 @@ export class StreamLog {
         const ack = await this.js.publish(this.subject, payload, { msgID: msgId, expect: { lastSequence: expectedLastSeq }, timeout: clusterPublishTimeoutMs });
         return ack.seq;
       } catch (err) {
-        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WrongLastSequenceError(expectedLastSeq);
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WrongLastSequenceError(expectedLastSeq, lastSeqOf(err));
         // No answer or no leader (a server gone, an election): the same message again, which JetStream stores at most once.
         if (attempt >= clusterPublishAttemptsMax) throw unavailable(err, 'the stream did not take the write');
+        await new Promise((resolve) => setTimeout(resolve, clusterPublishRetryMs));
+      }
+    }
+  }
+
+  /**
+   * Appends payload wherever the stream is now, with no expectation and no message id: a barrier, whose sequence
+   * only the stream's leader gives, once a quorum of replicas stored it. A retry after no answer may store a second
+   * copy, which is harmless for a barrier.
+   */
+  async publishAnywhere(payload: Uint8Array): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.js.publish(this.subject, payload, { timeout: clusterPublishTimeoutMs })).seq;
+      } catch (err) {
+        if (attempt >= clusterPublishAttemptsMax) throw unavailable(err, 'the stream did not take a barrier');
         await new Promise((resolve) => setTimeout(resolve, clusterPublishRetryMs));
       }
     }

@@ -340,6 +340,12 @@ export const clusterCommitBatchMax = 256;
 export const clusterCommitAttemptsMax = 16;
 /** Longest a strongly consistent read (X-Consistency: strong) waits for this node to apply what the stream held. */
 export const clusterStrongReadWaitMs = 5_000;
+/** GET /health/ready answers `ready` only when the node applies a barrier published after the question within this. */
+export const clusterReadyLagMs = 1_000;
+/** One readiness barrier answers every GET /health/ready asked within this of it (load balancers poll). */
+export const clusterReadyProbeMs = 1_000;
+/** Longest a 404 of a GET waits for this node to catch up with the leader before it is given (marked stale if it cannot). */
+export const clusterStaleCheckWaitMs = 1_000;
 /** Snapshots kept in the cluster's Object Store bucket; the stream is purged below the oldest of them. */
 export const clusterSnapshotsKept = 2;
 /** Times a publish that got no answer is sent again (same message id: stored once), while JetStream elects a new leader. */
@@ -373,6 +379,8 @@ export const clusterStartWaitMs = 30_000;
  * be left waiting for ever.
  */
 export const clusterBucketIdleMs = 5_000;
+/** What a node remembers of the latest messages it applied (their fates, for the committers that wrote them): one a slot. */
+export const clusterFatesKept = 4096;
 /**
  * What authd puts on NATS is sealed (src/cluster/seal.ts). A node logs messages that do not open at most once per this
  * long and kind, with the count since its last line: anyone who may publish on the subjects can send them by the thousand.

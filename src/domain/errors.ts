@@ -52,8 +52,13 @@ export class DomainError extends Error {
   readonly retryAfterS: number | undefined;
   /** For the audit line only (a 403's missing role), never sent. */
   readonly auditReason: string | undefined;
+  /** Response header fields sent with it (a 404 a cluster node could not confirm says so). */
+  readonly headers: readonly (readonly [string, string])[] | undefined;
 
-  constructor(code: ErrorCode, message?: string, extra?: { result?: Record<string, unknown>; retryAfterS?: number; auditReason?: string }) {
+  constructor(
+    code: ErrorCode, message?: string,
+    extra?: { result?: Record<string, unknown>; retryAfterS?: number; auditReason?: string; headers?: readonly (readonly [string, string])[] },
+  ) {
     const limit = stacksOff();
     super(message ?? errorCatalog[code].message);
     Error.stackTraceLimit = limit;
@@ -62,6 +67,7 @@ export class DomainError extends Error {
     this.result = extra?.result;
     this.retryAfterS = extra?.retryAfterS;
     this.auditReason = extra?.auditReason;
+    this.headers = extra?.headers;
   }
 }
 

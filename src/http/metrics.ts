@@ -148,7 +148,7 @@ export class Metrics {
       gauge('authd_cluster_write_conflicts_total', 'Write batches decided again because another node appended first.', cluster.conflicts, 'counter');
       gauge('authd_cluster_writes_refused_total', 'Writes answered 503 because the stream was unavailable or kept moving.', cluster.refused, 'counter');
       if (cluster.rejected !== undefined) {
-        family('authd_cluster_rejected_messages_total', 'counter', 'Messages from NATS that did not open under the server key (or replayed failures), never applied, by kind.');
+        family('authd_cluster_rejected_messages_total', 'counter', 'Messages from NATS never applied, by kind: not opening under the server key (log, failure, snapshot, status; replayed failures too), or a log message that landed at another sequence than it was decided for (void).');
         for (const [kind, n] of Object.entries(cluster.rejected)) out.push(`authd_cluster_rejected_messages_total{kind="${labelValue(kind)}"} ${n}`);
       }
     }

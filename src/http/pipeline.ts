@@ -2,7 +2,7 @@
 
 import { OverloadedError } from '../auth/hash-pool.js';
 import { parseBasicAuth } from '../auth/basic.js';
-import { bodyJsonDepthMax, unavailableRetryAfterS } from '../config/limits.js';
+import { bodyJsonDepthMax, clusterStaleCheckWaitMs, unavailableRetryAfterS } from '../config/limits.js';
 import { DomainError, errorCatalog, forbidden, type ErrorCode } from '../domain/errors.js';
 import { hasCapability, roleFor } from '../domain/roles.js';
 import type { AuditEntry } from '../service/audit.js';
@@ -60,10 +60,24 @@ export interface PipelineDeps {
   /** Failures that are not DomainErrors: a storage failure, a bug. Must not throw. */
   onUnexpected(err: unknown, req: HttpRequest): ErrorCode;
   /**
-   * Cluster mode: resolves once this node has applied everything the log held when it was called, for a read that
-   * asked for strong consistency (X-Consistency: strong, or consistent=1 in the query). Undefined: every read is strong.
+   * Cluster mode: resolves once this node has applied everything the log held when it was called (rejects with a 503
+   * when it cannot within waitMs), for a read that asked for strong consistency (X-Consistency: strong, or
+   * consistent=1 in the query), and before a 404 is given. Undefined: every read is strong.
    */
-  strongRead?(): Promise<void>;
+  strongRead?(waitMs?: number): Promise<void>;
+}
+
+/**
+ * Cluster mode: a GET's 404 decided on this node's state, which may be behind the others', stands only once the node
+ * has caught up with the stream's leader and the handler says it again; when it cannot catch up, the 404 says it may
+ * be stale. Any other error is passed on as it is.
+ */
+function confirmNotFound(
+  err: unknown, strongRead: (waitMs?: number) => Promise<void>, again: () => RouteResult | OverloadedError | Promise<RouteResult | OverloadedError>,
+): Promise<RouteResult | OverloadedError> {
+  if (!(err instanceof DomainError && err.code === 'not_found')) return Promise.reject(err);
+  return strongRead(clusterStaleCheckWaitMs).then(again, () => Promise.reject(new DomainError('not_found',
+    `${err.message} This node could not catch up with the cluster to confirm it: it may be behind.`, { headers: [['X-Consistency', 'stale']] })));
 }
 
 /** A read that must see every change acknowledged anywhere before it arrived. */
@@ -165,7 +179,7 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
   const fail = (req: HttpRequest, err: unknown): Reply => {
     if (err instanceof DomainError) {
       return errorReply(req, err.code, err.message, {
-        result: err.result, retryAfterS: err.retryAfterS, headers: err.code === 'unauthorized' ? challenge : undefined,
+        result: err.result, retryAfterS: err.retryAfterS, headers: err.code === 'unauthorized' ? challenge : err.headers?.map(([k, v]) => [k, v]),
       });
     }
     if (err instanceof OverloadedError) return errorReply(req, 'overloaded', undefined, { retryAfterS: err.retryAfterS });
@@ -223,15 +237,23 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
       }
       const json = parseBody(req);
       const body = decl.body === undefined ? json : decl.body.parse(json, 'body');
-      if (deps.strongRead !== undefined && decl.method === 'GET' && wantsStrongRead(req)) {
-        return deps.strongRead()
-          .then(() => decl.handler(new RequestContext(decl, params, req.query, body, caller, caps, req, deps.routeDeps)))
-          .then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err));
+      const context = new RequestContext(decl, params, req.query, body, caller, caps, req, deps.routeDeps);
+      const answered = (o: RouteResult | OverloadedError): Reply => respond(req, route, params, caller, o);
+      const refused = (err: unknown): Reply => failed(req, route, params, caller, err);
+      const strongRead = decl.method === 'GET' ? deps.strongRead : undefined;
+      if (strongRead !== undefined) {
+        if (wantsStrongRead(req)) return strongRead().then(() => decl.handler(context)).then(answered, refused);
+        let out: ReturnType<typeof decl.handler>;
+        try {
+          out = decl.handler(context);
+        } catch (err) {
+          return confirmNotFound(err, strongRead, () => decl.handler(context)).then(answered, refused);
+        }
+        if (out instanceof Promise) return out.catch((err: unknown) => confirmNotFound(err, strongRead, () => decl.handler(context))).then(answered, refused);
+        return answered(out);
       }
-      const out = decl.handler(new RequestContext(decl, params, req.query, body, caller, caps, req, deps.routeDeps));
-      return out instanceof Promise
-        ? out.then((o) => respond(req, route, params, caller, o), (err: unknown) => failed(req, route, params, caller, err))
-        : respond(req, route, params, caller, out);
+      const out = decl.handler(context);
+      return out instanceof Promise ? out.then(answered, refused) : answered(out);
     } catch (err) {
       return failed(req, route, params, caller, err);
     }

@@ -21,6 +21,9 @@ import type { Method } from './router.js';
 type JsonSchema = Record<string, unknown>;
 
 /** What handlers work with; given once to the pipeline, so the route table itself is a constant. */
+/** GET /health/ready's answer. */
+export type Readiness = 'ready' | 'catching_up' | 'degraded';
+
 export interface RouteDeps {
   readonly state: State;
   readonly committer: Commits;
@@ -31,7 +34,7 @@ export interface RouteDeps {
   readonly tokens: TokenService;
   readonly snapshots: { snapshot(): Promise<SnapshotWritten | undefined> };
   /** Whether this node serves with all it should know: always 'ready' embedded; in cluster mode see src/cluster/cluster-node.ts. */
-  readiness(): 'ready' | 'catching_up' | 'degraded';
+  readiness(): Readiness | Promise<Readiness>;
   readonly metrics: Metrics;
 }
 

@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { metricsContentType } from '../metrics.js';
 import { obj, str } from '../openapi.js';
-import { route, type RouteDecl } from '../route.js';
+import { route, type Readiness, type RouteDecl, type RouteResult } from '../route.js';
 
 const snapshotResult = obj({
   snapshot: obj({
@@ -32,9 +32,10 @@ export const serviceRoutes: readonly RouteDecl[] = [
     method: 'GET', pattern: '/health/ready', operationId: 'ready', tag: 'Service', summary: 'Readiness check: 200 once the node serves with everything it should know, else 503',
     access: 'public', audit: 'none', result: obj({ status: { type: 'string', enum: ['ready', 'catching_up', 'degraded'] } }),
     handler: ({ deps }) => {
-      // degraded: a cluster node without NATS still answers reads and authentications, but not writes.
+      // degraded: a cluster node without NATS, or without a stream leader, still answers reads and authentications, but not writes.
+      const answer = (status: Readiness): RouteResult => ({ status: status === 'ready' ? 200 : 503, result: `{"status":"${status}"}` });
       const status = deps.readiness();
-      return { status: status === 'ready' ? 200 : 503, result: `{"status":"${status}"}` };
+      return status instanceof Promise ? status.then(answer) : answer(status);
     },
   }),
   route({
