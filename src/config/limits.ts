@@ -354,7 +354,7 @@ export const clusterPublishAttemptsMax = 4;
 export const clusterPublishRetryMs = 500;
 /** The stream's reader asks for messages anew this often; a silent server is noticed after two missed heartbeats. */
 export const clusterFollowExpiresMs = 5_000;
-export const clusterFollowHeartbeatMs = 1_000;
+export const clusterFollowHeartbeatMs = 500;
 /** How often a node checks that it keeps up with the stream; a reader with no progress while the stream is ahead is started anew. */
 export const clusterFollowCheckMs = 1_000;
 /** A node publishes at most this many failures per second; more are dropped (each node still counts its own). */
