@@ -315,11 +315,18 @@ export async function runFaultRun(options: FaultRunOptions): Promise<FaultRunRep
     const observer = new Observer(history, nodeCount, (node) => (cluster.nodeUp[node] ? { baseUrl: cluster.nodes[node]!.baseUrl, process: cluster.nodes[node] } : undefined), readinessLagMax, observeIntervalMs);
     const observing = observer.run();
     const faults: FaultRecord[] = [];
-    await Promise.all([
+    // Settled, not all(): a lane that fails to restart its process ends the run only once the others stopped too.
+    const settled = await Promise.allSettled([
       ...schedule.clientSeeds.map((clientSeed, c) => clients.run(c, clientSeed)),
       runLane(schedule.nats, history, endMs, (planned) => natsFault(cluster, planned, history), faults),
       runLane(schedule.node, history, endMs, (planned) => nodeFault(cluster, planned, history), faults),
     ]);
+    const failure = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failure !== undefined) {
+      observer.stop();
+      await observing;
+      throw failure.reason;
+    }
 
     const problems: string[] = [];
     const readyBy = performance.now() + finalReadyTimeoutMs;
