@@ -3,14 +3,18 @@
 // The run: three nats-servers (stream at R3), three nodes, clients racing creates for a small pool of emails in
 // several spellings, name updates and a strong read on another node after each acknowledged write, while a NATS
 // server and a node are paused or killed one at a time. FAULTS_SEED replays a seed; `npm run test:faults` is the
-// long version.
+// long version. It starts the nodes through cluster-faults.ts, so test/run-suite.ts runs it on the first front end
+// only: what it examines is the cluster, not the HTTP front end, and one run is enough of the suite's time.
 
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { natsSkipReason } from './helpers/nats-cluster.js';
+import { natsSkipReason, until } from './helpers/nats-cluster.js';
+import { Observer } from './helpers/cluster-fault-clients.js';
 import { formatRunReport, runFaultRun } from './helpers/cluster-faults.js';
 import { formatSchedule, planFaults } from './helpers/cluster-fault-schedule.js';
-import { checkHistory, formatViolation, type FinalStates, type Invariant, type Operation, type Outcome, type UserView } from './helpers/cluster-history.js';
+import { checkHistory, formatViolation, History, type FinalStates, type Invariant, type Operation, type Outcome, type UserView } from './helpers/cluster-history.js';
 
 // ---- the checker on histories written by hand ----
 
@@ -101,6 +105,36 @@ describe('the fault run\'s checker', () => {
     assert.deepEqual(planFaults(7, 30_000, 4), planFaults(7, 30_000, 4));
     assert.notDeepEqual(planFaults(7, 30_000, 4), planFaults(8, 30_000, 4));
     assert.match(formatSchedule(planFaults(7, 30_000, 4)), /^seed 7\n {2}nats lane: \+\d+ ms (pause|kill) (leader|follower)/);
+  });
+});
+
+// ---- the observer, on stand-ins for nodes ----
+
+describe('the fault run\'s observer of readiness', () => {
+  test('notes a node that answers ready while behind the others, and sums counters over a restart', async () => {
+    // Three stand-ins answering /metrics and /health/ready as nodes do: 0 and 1 at sequence 500, 2 ready at 400.
+    const seqs = [500, 500, 400];
+    const servers = seqs.map((seq) => createServer((req, res) => {
+      if (req.url === '/health/ready') return void res.writeHead(200).end('{"status":"ready"}');
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`authd_log_last_seq ${seq}\nauthd_cluster_write_conflicts_total 7\n`);
+    }));
+    try {
+      const ports = await Promise.all(servers.map((server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)))));
+      const processes = ports.map((port) => ({ port }));
+      const observer = new Observer(new History(), 3, (node) => ({ baseUrl: `http://127.0.0.1:${ports[node]}`, process: processes[node] }), 50, 10);
+      const observing = observer.run();
+      await until(() => observer.samples >= 6, 10_000, 'two rounds of samples');
+      // A restart: a new process whose counter starts again.
+      processes[1] = { port: ports[1]! };
+      const samples = observer.samples;
+      await until(() => observer.samples >= samples + 6, 10_000, 'two more rounds');
+      observer.stop();
+      await observing;
+      assert.deepEqual(observer.allEpisodes().map((e) => [e.node, e.maxLag]), [[2, 100]]);
+      assert.deepEqual(observer.conflicts.map((c) => c.total), [7, 14, 7]);
+    } finally {
+      for (const server of servers) server.close();
+    }
   });
 });
 
