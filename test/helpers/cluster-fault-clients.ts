@@ -103,8 +103,11 @@ class EmailPool {
 
   /** A plain create: mostly a new address near the frontier (clients collide now and then), sometimes an old one. */
   pick(rng: Prng): number {
-    if (this.frontier > 0 && rng.next() < 0.1) return rng.int(0, this.frontier - 1);
-    return this.frontier + rng.int(0, 7);
+    // As many draws whatever the frontier, so that a client's draws stay in step with its seed.
+    const behind = rng.next() < 0.1;
+    const ahead = rng.int(0, 7);
+    const back = rng.next();
+    return behind && this.frontier > 0 ? Math.floor(back * this.frontier) : this.frontier + ahead;
   }
 
   /** A raced create: the frontier itself or the next, which other clients are likely after too. */
@@ -145,12 +148,12 @@ export class Clients {
     while (this.work.history.now() < this.work.endMs) {
       const roll = rng.next();
       if (roll < 0.15) await this.race(c, rng);
-      else if (roll < 0.45 || this.users.length === 0) await this.createOn(c, rng.int(0, this.work.nodeCount - 1), this.pool.pick(rng), rng);
+      else if (roll < 0.45 || this.users.length === 0) await this.create(c, rng);
       else await this.update(c, rng);
     }
   }
 
-  /** One new address sent to two or three nodes at once, each in another spelling. */
+  /** One new address sent to two or three nodes at once, each in a spelling drawn at random. */
   private async race(c: number, rng: Prng): Promise<void> {
     const k = this.pool.pickContended(rng);
     const nodes = [0, 1, 2].slice(0, this.work.nodeCount);
@@ -160,17 +163,24 @@ export class Clients {
     }
     const race = this.races++;
     const count = rng.int(2, nodes.length);
-    await Promise.all(nodes.slice(0, count).map((node) => this.createOn(c, node, k, rng, race)));
+    // Every choice is drawn before the requests go out: their answers come back in an order timing decides.
+    const creates = nodes.slice(0, count).map((node) => ({ node, email: spelling(k, rng), readNode: this.otherNode(node, rng) }));
+    await Promise.all(creates.map(({ node, email, readNode }) => this.createOn(c, node, k, email, readNode, race)));
   }
 
-  private async createOn(c: number, node: number, k: number, rng: Prng, race?: number): Promise<void> {
-    const email = spelling(k, rng);
+  /** The node of the strong read after a write on `node`: any other. */
+  private otherNode(node: number, rng: Prng): number {
+    const others = Array.from({ length: this.work.nodeCount }, (_, i) => i).filter((i) => i !== node);
+    return rng.pick(others);
+  }
+
+  private async createOn(c: number, node: number, k: number, email: string, readNode: number, race?: number): Promise<void> {
     const name = `c${c}-${this.names++}`;
     const op = this.work.history.begin({ client: c, node, kind: 'create', email, name, ...(race === undefined ? {} : { race }) });
     const answer = await call(this.work.baseUrl(node), 'POST', '/users/user', {
       body: { email, password: userPassword, name, applications: [this.work.application] }, timeoutMs: this.work.requestTimeoutMs,
     });
-    await this.settle(op, writeOutcome(answer), rng);
+    await this.settle(op, writeOutcome(answer), readNode);
     await backOffIfDown(op.outcome);
     if (op.outcome.type === 'ok') {
       this.pool.acknowledged(k);
@@ -178,23 +188,28 @@ export class Clients {
     }
   }
 
+  private async create(c: number, rng: Prng): Promise<void> {
+    const node = rng.int(0, this.work.nodeCount - 1);
+    const k = this.pool.pick(rng);
+    await this.createOn(c, node, k, spelling(k, rng), this.otherNode(node, rng));
+  }
+
   private async update(c: number, rng: Prng): Promise<void> {
     const node = rng.int(0, this.work.nodeCount - 1);
     // Half the updates go to a User created moments ago, which the chosen node may not have applied yet.
     const userId = rng.next() < 0.5 ? rng.pick(this.users.slice(-recentUsers)) : rng.pick(this.users);
+    const readNode = this.otherNode(node, rng);
     const name = `u${c}-${this.names++}`;
     const op = this.work.history.begin({ client: c, node, kind: 'update', userId, name });
     const answer = await call(this.work.baseUrl(node), 'PUT', `/users/user/${userId}`, { body: { name }, timeoutMs: this.work.requestTimeoutMs });
-    await this.settle(op, writeOutcome(answer), rng);
+    await this.settle(op, writeOutcome(answer), readNode);
     await backOffIfDown(op.outcome);
   }
 
   /** Records the write's outcome; after an acknowledged one, reads the User strongly on another node. */
-  private async settle(op: Operation, outcome: Outcome, rng: Prng): Promise<void> {
+  private async settle(op: Operation, outcome: Outcome, node: number): Promise<void> {
     this.work.history.finish(op, outcome);
     if (outcome.type !== 'ok') return;
-    const others = Array.from({ length: this.work.nodeCount }, (_, i) => i).filter((i) => i !== op.node);
-    const node = rng.pick(others);
     const read = this.work.history.begin({ client: op.client, node, kind: 'read', userId: outcome.user.id });
     const answer = await call(this.work.baseUrl(node), 'GET', `/users/user/${outcome.user.id}`, {
       headers: { 'x-consistency': 'strong' }, timeoutMs: this.work.requestTimeoutMs,

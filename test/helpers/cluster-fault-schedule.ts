@@ -2,7 +2,8 @@
 //
 // Every random choice of a run comes from one seed: the master generator hands each lane and each client a seed of
 // its own, so that a lane's faults do not depend on how many choices the clients made before. A run replays from
-// its seed: the same schedule and the same sequence of choices per client (the outcomes still depend on timing).
+// its seed: the same schedule and the same sequence of draws per client (what a draw lands on, such as which of
+// the Users acknowledged so far, and the outcomes still depend on timing).
 
 import { Prng } from '../../bench/lib/prng.js';
 
