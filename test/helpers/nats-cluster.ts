@@ -282,6 +282,10 @@ export interface NatsCluster {
   indexOf(serverName: string): number;
   /** SIGKILL, like a crash; resolves once the process is gone. */
   kill(index: number): Promise<void>;
+  /** SIGSTOP: the server freezes with its connections open, like a long GC pause or a stalled VM. */
+  pause(index: number): void;
+  /** SIGCONT after pause(). */
+  resume(index: number): void;
   /** Starts a killed server again with its config, store dir and ports; resolves once it accepts clients. */
   restart(index: number): Promise<void>;
   /** Resolves once JetStream can place a stream with one replica per running server. */
@@ -332,6 +336,14 @@ class RunningCluster implements NatsCluster {
 
   async kill(index: number): Promise<void> {
     await killServer(this.running[this.checkIndex(index)]);
+  }
+
+  pause(index: number): void {
+    this.signal(index, 'SIGSTOP');
+  }
+
+  resume(index: number): void {
+    this.signal(index, 'SIGCONT');
   }
 
   async restart(index: number): Promise<void> {
@@ -402,6 +414,12 @@ class RunningCluster implements NatsCluster {
     this.stopping.abort(new Error('the cluster was stopped'));
     await Promise.all(this.running.map((server) => killServer(server)));
     for (const spec of this.specs) rmSync(join(spec.dir, 'store'), { recursive: true, force: true });
+  }
+
+  private signal(index: number, signal: NodeJS.Signals): void {
+    const server = this.running[this.checkIndex(index)];
+    if (server === undefined || hasExited(server.child)) throw new Error(`nats-server ${this.serverNames[index]} is not running`);
+    server.child.kill(signal);
   }
 
   private checkIndex(index: number): number {

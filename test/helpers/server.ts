@@ -20,7 +20,8 @@ export const adminPassword = 'admin-pass-Zq7!wK2';
 
 const startTimeoutMs = 15_000;
 const stopTimeoutMs = 15_000;
-const mainJs = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+/** AUTHD_TEST_MAIN_JS runs another build's dist/src/main.js (an older commit's, to show a bug its tests find). */
+const mainJs = process.env['AUTHD_TEST_MAIN_JS'] ?? fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 // ---- the server process ----
 
@@ -157,6 +158,16 @@ export class ServerProcess {
     if (this.exitInfo !== undefined) return;
     this.child.kill('SIGKILL');
     await this.exited;
+  }
+
+  /** SIGSTOP: the process freezes with its sockets open; requests to it wait until resume(). */
+  pause(): void {
+    if (this.exitInfo === undefined) this.child.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after pause(). */
+  resume(): void {
+    if (this.exitInfo === undefined) this.child.kill('SIGCONT');
   }
 
   /** Kills the process if it still runs; removes the directories unless told to keep them. */
