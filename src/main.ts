@@ -165,7 +165,7 @@ async function openCluster(config: Config, cluster: ClusterConfig, logger: Logge
   logger.info({ stream: cluster.stream, node: cluster.nodeId, fromSeq: node.state.lastSeq + 1 }, 'following the cluster log');
   await node.caughtUp();
   clock.notBefore(node.state.lastAt);
-  const committer = new ClusterCommitter(node.state, node.replica, node.writer, clock, identity);
+  const committer = new ClusterCommitter(node.state, node.replica, node.writer, clock, identity, (seq) => node.readerDiverged(seq));
   return {
     state: node.state, committer, snapshots: node,
     cluster: {

@@ -1,5 +1,6 @@
 // Issue 42, finding 5 (third bullet): permission rules that depend on state are checked again where the change is decided, not only before an await; deterministic, with a hash held back by the test and a cluster conflict made by it.
 
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { HashPool } from '../src/auth/hash-pool.js';
@@ -132,18 +133,24 @@ describe('cluster mode, a change decided again after another node wrote first', 
     const manager = h.commit((s, ctx) => decide.createUser(s, { email: 'm@example.com', passwordHash: 'm-hash', applications: [base], roles: ['manager'] }, ctx)).id;
     const target = h.commit((s, ctx) => decide.createUser(s, { email: 't@example.com', passwordHash: 't-hash', applications: [appId] }, ctx)).id;
     let publishes = 0;
+    let stored: Uint8Array | undefined;
     const stream: StreamWriter = {
       maxPayloadBytes: 1 << 20,
-      publish: (_payload, expectedLastSeq) => {
+      seal: () => ({ payload: new Uint8Array(0), id: randomBytes(12) }),
+      publish: (message, expectedLastSeq) => {
         publishes++;
-        if (publishes > 1) return Promise.resolve({ seq: expectedLastSeq + 1, id: new Uint8Array(12) });
+        if (publishes > 1) {
+          stored = message.id;
+          return Promise.resolve(expectedLastSeq + 1);
+        }
         // Another node's record got to the stream first; this node has applied it by the time it asks.
         otherNode(h, { manager, target, base });
         return Promise.reject(new WrongLastSequenceError(expectedLastSeq, h.state.lastSeq));
       },
       barrier: () => Promise.resolve(h.state.lastSeq),
     };
-    const replica = { applied: () => Promise.resolve(), fateOf: () => 'applied' } as unknown as Replica;
+    // The second publish is the one stored; the first, refused, never is.
+    const replica = { applied: () => Promise.resolve(), fateOf: (_seq: number, id: Uint8Array) => (id === stored ? 'applied' : 'other') } as unknown as Replica;
     const committer = new ClusterCommitter(h.state, replica, stream, new MicrosClock(), { newId: newEntityId, newApikeyId, newNonce: newEntityId });
     const handle = createPipeline(routeTable, {
       realm: 'authd',

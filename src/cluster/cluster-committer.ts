@@ -3,13 +3,14 @@
 // No leader of our own. The records of a message carry the sequence they were decided for (the one right after the
 // state's last), and every node applies them only there (replica.ts): JetStream's expected last sequence keeps the
 // others out, and a message it lets through elsewhere anyway is void everywhere. So a writer answers only once its
-// reader has applied the very message it published, at the sequence it was decided for; otherwise (another
-// node's message there, or its own voided) it decides again. A node that decided against a state another node has
-// since moved past gets a wrong-last-sequence answer naming the stream's last sequence, waits until it has applied
-// that, and decides again. A refusal that rests on what this node may not have seen yet (404, 409, an unknown
-// reference) is given only after catching up with the stream's leader once (a barrier). Decisions waiting together
-// are decided one after another (each sees the ones before it) and go in one message: group commit, as the embedded
-// log does with its fsync.
+// reader has applied the very message it published, at the sequence it was decided for; if its own landed elsewhere
+// (void) it decides again. A node that decided against a state another node has since moved past gets a
+// wrong-last-sequence answer naming the stream's last sequence, waits until it has applied that, and decides again,
+// unless a message of its own that it heard no acknowledgement for turns out applied: then that one is the answer.
+// Where the leader acknowledged its message and its reader holds another, it answers 503, never deciding again. A
+// refusal that rests on what this node may not have seen yet (404, 409, an unknown reference) is given only after
+// catching up with the stream's leader once (a barrier). Decisions waiting together are decided one after another
+// (each sees the ones before it) and go in one message: group commit, as the embedded log does with its fsync.
 
 import { randomBytes } from 'node:crypto';
 import type { LogRecord } from '../domain/entities.js';
@@ -24,13 +25,18 @@ import { encodeRecord } from '../persist/codec.js';
 import type { Replica } from './replica.js';
 import { StreamUnavailableError, WrongLastSequenceError } from './stream-log.js';
 
+/** A message sealed for the stream, and the id (sealedMessageId) by which the replica tells it from any other. */
+export interface SealedMessage {
+  readonly payload: Uint8Array;
+  readonly id: Uint8Array;
+}
+
 /** What the committer needs of the stream (src/cluster/stream-log.ts, sealed by ClusterNode.writer). */
 export interface StreamWriter {
-  /**
-   * Appends the record frames, back to back, as one message right after expectedLastSeq: the sequence JetStream
-   * stored it at, and the message's id (sealedMessageId) by which the replica tells it from any other.
-   */
-  publish(frames: readonly Uint8Array[], expectedLastSeq: number, msgId: string): Promise<{ readonly seq: number; readonly id: Uint8Array }>;
+  /** The record frames, back to back, as one message; sealed once, so that every retry sends the same bytes. */
+  seal(frames: readonly Uint8Array[]): SealedMessage;
+  /** Appends the message right after expectedLastSeq: the sequence JetStream stored it at (once a quorum did). */
+  publish(message: SealedMessage, expectedLastSeq: number, msgId: string): Promise<number>;
   /** The largest message the stream takes, in record bytes. */
   readonly maxPayloadBytes: number;
   /** A sequence the stream's leader gave after this call began: every write acknowledged before it is at or below. */
@@ -54,6 +60,13 @@ interface Waiting {
 
 type Outcome = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: unknown };
 
+/** A message this batch published whose fate is not known yet: decided for seq, with the outcomes it stands for. */
+interface Published {
+  readonly seq: number;
+  readonly id: Uint8Array;
+  readonly outcomes: readonly Outcome[];
+}
+
 export class ClusterCommitter implements Commits {
   readonly #queue: Waiting[] = [];
   #running = false;
@@ -71,6 +84,8 @@ export class ClusterCommitter implements Commits {
     private readonly stream: StreamWriter,
     private readonly clock: MicrosClock,
     private readonly identity: Identity,
+    /** Told when the stream's leader stored this node's message at a sequence where this node's reader holds another. */
+    private readonly onDiverged: (seq: number) => void = () => undefined,
   ) {}
 
   commit<T>(decide: (state: State, ctx: DecideContext) => Decision<T>): Promise<T> {
@@ -93,10 +108,24 @@ export class ClusterCommitter implements Commits {
     let failure: unknown;
     let batch = waiting;
     let caughtUp = false;
+    /** Messages of earlier attempts that may still turn out applied: an acknowledgement lost, a retry refused. */
+    let published: Published[] = [];
     for (let attempt = 1; attempt <= clusterCommitAttemptsMax; attempt++) {
+      const landed = this.#landed(published);
+      if (landed === 'forgotten') {
+        failure = new StreamUnavailableError('this node no longer remembers what became of its earlier message');
+        break;
+      }
+      if (landed !== undefined) return settle(batch, landed.outcomes);
+      published = published.filter((p) => p.seq > this.state.lastSeq);
       const base = this.state.lastSeq;
       const { frames, outcomes } = this.#decideAll(batch, base + 1);
       if (outcomes.length < batch.length) {
+        // An earlier message of this batch that may still land holds the rest too: they cannot go apart now.
+        if (published.length > 0) {
+          failure = new StreamUnavailableError('an earlier message of this batch is still unaccounted for');
+          break;
+        }
         // The message is full: the rest go first in the next one.
         this.#queue.unshift(...batch.slice(outcomes.length));
         batch = batch.slice(0, outcomes.length);
@@ -109,13 +138,22 @@ export class ClusterCommitter implements Commits {
           continue;
         }
         if (frames.length === 0) return settle(batch, outcomes);
-        const { seq, id } = await this.stream.publish(frames, base, `${this.#idPrefix}-${++this.#messages}`);
+        const message = this.stream.seal(frames);
+        published.push({ seq: base + 1, id: message.id, outcomes });
+        const seq = await this.stream.publish(message, base, `${this.#idPrefix}-${++this.#messages}`);
         await this.replica.applied(seq);
-        // Elsewhere than base + 1 the records are void; there, another node's message may have taken the place.
-        const fate = seq === base + 1 ? this.replica.fateOf(seq, id) : 'void';
+        // Elsewhere than base + 1 the records are void; there, the leader stored this very message.
+        if (seq !== base + 1) {
+          this.conflicts++;
+          continue;
+        }
+        const fate = this.replica.fateOf(seq, message.id);
         if (fate === 'applied') return settle(batch, outcomes);
-        if (fate === 'unknown') {
-          failure = new StreamUnavailableError(`this node no longer remembers what became of message ${seq}`);
+        if (fate === 'other' || fate === 'unknown') {
+          // The leader stored this message at seq, and this node's reader holds another there (a stream replica that
+          // diverged) or no longer remembers: it may have taken effect, so it is neither answered nor decided again.
+          failure = new StreamUnavailableError(`this node's reader does not hold message ${seq} as the stream's leader stored it`);
+          if (fate === 'other') this.onDiverged(seq);
           break;
         }
         this.conflicts++;
@@ -136,6 +174,20 @@ export class ClusterCommitter implements Commits {
     const why = failure instanceof StreamUnavailableError ? 'the cluster log is unavailable' : 'the cluster log kept moving';
     const refusal = new DomainError('storage_unavailable', `The service cannot make changes durable right now (${why}); retry later.`, { retryAfterS: unavailableRetryAfterS });
     for (const waiting of batch) waiting.reject(refusal);
+  }
+
+  /**
+   * The earlier message of this batch that was applied after all (its outcomes are the answers); 'forgotten' when one
+   * was decided for a sequence too old to remember; undefined when none was applied.
+   */
+  #landed(published: readonly Published[]): Published | 'forgotten' | undefined {
+    for (const p of published) {
+      if (p.seq > this.state.lastSeq) continue;
+      const fate = this.replica.fateOf(p.seq, p.id);
+      if (fate === 'applied') return p;
+      if (fate === 'unknown') return 'forgotten';
+    }
+    return undefined;
   }
 
   /**

@@ -1,13 +1,15 @@
 // One node of a cluster: connects to the stream, checks the server key against the cluster's (and that the cluster is sealed), loads the newest snapshot (local, else the cluster's), follows the stream from there, answers what the stream's leader says it holds (barriers: strong reads, readiness), and takes snapshots (local, and the cluster's, below which the stream is purged).
 //
 // What the stream holds now is asked of its leader alone, by a barrier: a sealed message with no record, published
-// with no expectation, whose sequence only the leader gives once a quorum stored it. Stream info will not do: while
-// the stream has no leader any replica answers it, with a last sequence that may be behind what was acknowledged.
+// expecting the sequence this node has applied, which only the leader stores (once a quorum did) or refuses naming the
+// stream's last. Stream info will not do: while the stream has no leader any replica answers it, with a last sequence
+// that may be behind what was acknowledged.
 
+import { randomBytes } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { ConfigError, type ClusterConfig } from '../config/config.js';
 import {
-  clusterFollowCheckMs, clusterReadyLagMs, clusterReadyProbeMs, clusterSnapshotsKept, clusterStartWaitMs, clusterStrongReadWaitMs,
+  clusterBarrierAttemptsMax, clusterFollowCheckMs, clusterPublishRetryMs, clusterReadyLagMs, clusterReadyProbeMs, clusterSnapshotsKept, clusterStartWaitMs, clusterStrongReadWaitMs,
   snapshotsKept, unavailableRetryAfterS,
 } from '../config/limits.js';
 import { packageVersion } from '../config/package-version.js';
@@ -56,6 +58,9 @@ export class ClusterNode {
   #leaderSeq = 0;
   /** The barrier not yet published: every strong read and catch-up asked for in this turn waits for the same one. */
   #nextBarrier: Promise<number> | undefined;
+  /** Barriers' message ids: this process's random prefix and a counter (a retry of one is stored once). */
+  readonly #barrierIdPrefix = `b${randomBytes(9).toString('base64url')}`;
+  #barriers = 0;
   /** The readiness the last barrier found, and when (performance.now()); the one being found. */
   #probed: { readonly readiness: NodeReadiness; readonly atMs: number } | undefined;
   #probing: Promise<NodeReadiness> | undefined;
@@ -78,13 +83,16 @@ export class ClusterNode {
   ) {
     this.#newestSnapshotSeq = snapshotSeq;
     this.writer = {
-      publish: async (frames, expectedLastSeq, msgId) => {
-        // Sealed once, outside StreamLog.publish's retries: a retry sends the very same bytes under the same message id.
-        const sealed = replica.seal.close(frames);
+      // Sealed once, outside StreamLog.publish's retries: a retry sends the very same bytes under the same message id.
+      seal: (frames) => {
+        const payload = replica.seal.close(frames);
+        return { payload, id: sealedMessageId(payload) };
+      },
+      publish: async (message, expectedLastSeq, msgId) => {
         try {
-          const seq = await log.publish(sealed, expectedLastSeq, msgId);
+          const seq = await log.publish(message.payload, expectedLastSeq, msgId);
           this.#sawLeaderSeq(seq);
-          return { seq, id: sealedMessageId(sealed) };
+          return seq;
         } catch (err) {
           if (err instanceof WrongLastSequenceError && err.lastSeq !== undefined) this.#sawLeaderSeq(err.lastSeq);
           throw err;
@@ -157,7 +165,7 @@ export class ClusterNode {
   async #probe(): Promise<NodeReadiness> {
     let readiness: NodeReadiness;
     try {
-      const seq = await within(this.barrier(), clusterStrongReadWaitMs, () => new StreamUnavailableError('no barrier in time'));
+      const { seq } = await within(this.#askLeader(), clusterStrongReadWaitMs, () => new StreamUnavailableError('no answer from a leader in time'));
       readiness = await within(this.replica.applied(seq).then((): NodeReadiness => 'ready'), clusterReadyLagMs, () => new Error('behind'))
         .catch((): NodeReadiness => 'catching_up');
     } catch {
@@ -168,21 +176,52 @@ export class ClusterNode {
   }
 
   /**
-   * A sequence the stream's leader gave after this call: a barrier, shared by every call of the same turn (published
-   * once the turn's I/O is done), so that one serves a burst of strong reads. Rejects at once without NATS.
+   * The stream's last sequence as its leader says: a barrier published expecting `expected` (the sequence this node
+   * has applied unless told).
+   * committed when the leader stored it there (a quorum did: no other leader can have stored anything past it);
+   * otherwise the leader refused it and named the stream's last sequence, which a leader that does not yet know it
+   * was replaced may still do. Never a publish without an expected sequence: nats-server 2.9.10 has stored such
+   * messages differently on different replicas.
+   */
+  async #askLeader(expected = this.replica.appliedSeq): Promise<{ readonly seq: number; readonly committed: boolean }> {
+    try {
+      const seq = await this.log.publish(this.replica.seal.close([]), expected, `${this.#barrierIdPrefix}-${++this.#barriers}`);
+      this.#sawLeaderSeq(seq);
+      return { seq, committed: true };
+    } catch (err) {
+      if (!(err instanceof WrongLastSequenceError) || err.lastSeq === undefined) throw err;
+      this.#sawLeaderSeq(err.lastSeq);
+      return { seq: err.lastSeq, committed: false };
+    }
+  }
+
+  /**
+   * A sequence the stream's leader committed after this call: a barrier, shared by every call of the same turn
+   * (published once the turn's I/O is done), so that one serves a burst of strong reads. While other nodes write, the
+   * leader refuses it naming the stream's last, and it is published again expecting that, up to
+   * clusterBarrierAttemptsMax times. Rejects at once without NATS.
    */
   barrier(): Promise<number> {
     if (!this.log.connected) return Promise.reject(new StreamUnavailableError('not connected to NATS'));
     this.#nextBarrier ??= new Promise<number>((resolve, reject) => {
       setImmediate(() => {
         this.#nextBarrier = undefined;
-        this.log.publishAnywhere(this.replica.seal.close([])).then((seq) => {
-          this.#sawLeaderSeq(seq);
-          resolve(seq);
-        }, reject);
+        this.#commitBarrier().then(resolve, reject);
       });
     });
     return this.#nextBarrier;
+  }
+
+  async #commitBarrier(): Promise<number> {
+    let expected = this.replica.appliedSeq;
+    for (let attempt = 1; ; attempt++) {
+      const { seq, committed } = await this.#askLeader(expected);
+      if (committed) return seq;
+      if (attempt >= clusterBarrierAttemptsMax) throw new StreamUnavailableError('the stream kept moving: no barrier committed');
+      // Behind what it expected: a leader that was replaced and does not know it yet; ask again shortly.
+      if (seq < expected) await new Promise((resolve) => setTimeout(resolve, clusterPublishRetryMs));
+      expected = Math.max(seq, this.replica.appliedSeq);
+    }
   }
 
   /**
@@ -195,6 +234,17 @@ export class ClusterNode {
     } catch {
       throw new DomainError('storage_unavailable', 'This node cannot give a strongly consistent read right now (the cluster log has no leader, or this node is behind it); retry later.', { retryAfterS: unavailableRetryAfterS });
     }
+  }
+
+  /**
+   * The stream's leader stored this node's message at seq, where this node's reader holds another: the replica it
+   * reads from diverged. The reader starts again (its new consumer may be placed on another replica); what it applied
+   * from that replica may differ from the other nodes' state, so an operator should start this node on an empty
+   * data directory.
+   */
+  readerDiverged(seq: number): void {
+    this.opts.logger.error({ seq }, 'this node\'s stream reader holds another message than the leader stored (a replica diverged): restart this node on an empty data directory; starting the reader again meanwhile');
+    this.#follower?.restart();
   }
 
   #sawLeaderSeq(seq: number): void {
@@ -245,8 +295,7 @@ export class ClusterNode {
       }
     }), clusterStartWaitMs);
     // What the stream holds as its leader says, retried while there is none (an election, servers restarting).
-    this.#startSeq = await whileUnavailable(() => this.log.publishAnywhere(this.replica.seal.close([])), clusterStartWaitMs);
-    this.#sawLeaderSeq(this.#startSeq);
+    this.#startSeq = (await whileUnavailable(() => this.#askLeader(), clusterStartWaitMs)).seq;
     this.#armTimer();
     this.#watch();
     // Answers `authctl cluster status` (src/cluster/node-status.ts).

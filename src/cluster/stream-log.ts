@@ -206,22 +206,6 @@ export class StreamLog {
     }
   }
 
-  /**
-   * Appends payload wherever the stream is now, with no expectation and no message id: a barrier, whose sequence
-   * only the stream's leader gives, once a quorum of replicas stored it. A retry after no answer may store a second
-   * copy, which is harmless for a barrier.
-   */
-  async publishAnywhere(payload: Uint8Array): Promise<number> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await this.js.publish(this.subject, payload, { timeout: clusterPublishTimeoutMs })).seq;
-      } catch (err) {
-        if (attempt >= clusterPublishAttemptsMax) throw unavailable(err, 'the stream did not take a barrier');
-        await new Promise((resolve) => setTimeout(resolve, clusterPublishRetryMs));
-      }
-    }
-  }
-
   /** Removes every message below seq (kept snapshots cover them). */
   async purgeBelow(seq: number): Promise<void> {
     await this.jsm.streams.purge(this.stream, { seq });

@@ -338,6 +338,8 @@ export const clusterDuplicateWindowMs = 120_000;
 export const clusterCommitBatchMax = 256;
 /** Times a batch is decided again after another node wrote first, before its writes answer 503. */
 export const clusterCommitAttemptsMax = 16;
+/** Times a barrier is published again after the leader named a later last sequence (other nodes writing), before the read answers 503. */
+export const clusterBarrierAttemptsMax = 16;
 /** Longest a strongly consistent read (X-Consistency: strong) waits for this node to apply what the stream held. */
 export const clusterStrongReadWaitMs = 5_000;
 /** GET /health/ready answers `ready` only when the node applies a barrier published after the question within this. */
