@@ -249,6 +249,7 @@ export class ClusterNode {
 
   #sawLeaderSeq(seq: number): void {
     if (seq > this.#leaderSeq) this.#leaderSeq = seq;
+    this.#follower?.hint(seq);
   }
 
   /** Takes a local snapshot now, unless one is running (that one) or nothing was applied since the newest (undefined). */
