@@ -102,6 +102,8 @@ export interface StreamFollower {
   restart(): void;
   /** A sequence the stream holds (as its leader said): the follower reads up to it. */
   hint(seq: number): void;
+  /** Why the leader could not be asked for the next message the last time it was not (undefined once it was). */
+  readonly trouble: string | undefined;
 }
 
 export class StreamLog {
@@ -232,6 +234,7 @@ export class StreamLog {
     let generation = 0;
     const asked = new Map<number, Promise<Uint8Array | undefined>>();
     let pumping = false;
+    let trouble: string | undefined;
     let pollTimer: NodeJS.Timeout | undefined;
     const pump = async (): Promise<void> => {
       if (pumping || stopped) return;
@@ -244,13 +247,15 @@ export class StreamLog {
           let data: Uint8Array | undefined;
           try {
             data = await asked.get(next)!;
-          } catch {
-            // No leader to answer (an election, NATS gone): ask again shortly, for every sequence.
+          } catch (err) {
+            // No leader to answer (an election, NATS gone), or no permission: ask again shortly, for every sequence.
+            trouble = err instanceof Error ? err.message : String(err);
             asked.clear();
             await new Promise((resolve) => setTimeout(resolve, clusterReconnectWaitMs));
             continue;
           }
           asked.delete(next);
+          trouble = undefined;
           if (data === undefined) {
             // Not stored on the leader (yet, or a replica's message the leader never had): ask again on the next poll.
             known = next - 1;
@@ -320,6 +325,7 @@ export class StreamLog {
       },
       restart: reopen,
       hint: learn,
+      get trouble() { return trouble; },
     };
     this.#followers.add(follower);
     return follower;
