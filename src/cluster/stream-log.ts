@@ -242,7 +242,11 @@ export class StreamLog {
       try {
         while (!stopped && next <= known) {
           for (let seq = next; seq <= known && seq < next + clusterFollowWindow; seq++) {
-            if (!asked.has(seq)) asked.set(seq, this.message(seq));
+            if (asked.has(seq)) continue;
+            const answer = this.message(seq);
+            // Dropped unheard when an earlier one fails (asked again then): its refusal is no crash.
+            answer.catch(() => undefined);
+            asked.set(seq, answer);
           }
           let data: Uint8Array | undefined;
           try {
