@@ -237,17 +237,18 @@ export class ClusterNode {
   }
 
   /**
-   * The stream's leader stored this node's message at seq, where this node's reader holds another: the node applied a
-   * message that the leader (perhaps a former one) held and the present one does not. Its state may differ from the
-   * other nodes' from there on, so an operator should start it on an empty data directory.
+   * The stream's leader stored this node's message at seq, where this node's reader holds another: the replica it
+   * reads from diverged. The reader starts again (its new consumer may be placed on another replica); what it applied
+   * from that replica may differ from the other nodes' state, so an operator should start this node on an empty
+   * data directory.
    */
   readerDiverged(seq: number): void {
-    this.opts.logger.error({ seq }, 'this node applied another message than the stream\'s leader holds at this sequence: restart this node on an empty data directory');
+    this.opts.logger.error({ seq }, 'this node\'s stream reader holds another message than the leader stored (a replica diverged): restart this node on an empty data directory; starting the reader again meanwhile');
+    this.#follower?.restart();
   }
 
   #sawLeaderSeq(seq: number): void {
     if (seq > this.#leaderSeq) this.#leaderSeq = seq;
-    this.#follower?.hint(seq);
   }
 
   /** Takes a local snapshot now, unless one is running (that one) or nothing was applied since the newest (undefined). */
@@ -318,7 +319,7 @@ export class ClusterNode {
       if (applied === seen && this.log.connected) {
         const last = Math.max(this.#leaderSeq, await this.log.lastSeq().catch(() => applied));
         if (last > applied && this.replica.appliedSeq === applied) {
-          this.opts.logger.warn({ applied, streamLastSeq: last, reason: this.#follower?.trouble }, 'no progress reading the stream; starting the reader again');
+          this.opts.logger.warn({ applied, streamLastSeq: last }, 'no progress reading the stream; starting the reader again');
           this.#follower?.restart();
         }
       }

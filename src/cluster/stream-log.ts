@@ -6,7 +6,7 @@ import {
   type ConsumerMessages, type JetStreamClient, type JetStreamManager, type StreamInfo,
 } from '@nats-io/jetstream';
 import {
-  clusterCloseMs, clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowBytesMax, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterFollowPollMs, clusterFollowWindow, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
+  clusterCloseMs, clusterConnectTimeoutMs, clusterDuplicateWindowMs, clusterFollowBytesMax, clusterFollowExpiresMs, clusterFollowHeartbeatMs, clusterPublishAttemptsMax, clusterPublishRetryMs, clusterPublishTimeoutMs,
   clusterReconnectWaitMs, clusterStartWaitMs,
 } from '../config/limits.js';
 import type { NatsAccess } from '../config/config.js';
@@ -98,12 +98,8 @@ export interface StreamLogOptions {
 /** Reading the stream from a sequence on: messages in order, each once, until stop(). */
 export interface StreamFollower {
   stop(): void;
-  /** Drops the consumer and starts a new one at the next sequence. */
+  /** Drops the reader and starts a new one at the next sequence. */
   restart(): void;
-  /** A sequence the stream holds (as its leader said): the follower reads up to it. */
-  hint(seq: number): void;
-  /** Why the leader could not be asked for the next message the last time it was not (undefined once it was). */
-  readonly trouble: string | undefined;
 }
 
 export class StreamLog {
@@ -216,80 +212,25 @@ export class StreamLog {
   }
 
   /**
-   * Delivers every message from fromSeq on, in order, to onMessage (synchronously, one at a time), until stop(), each
-   * as the stream's leader holds it. The messages themselves are asked of the leader (STREAM.MSG.GET, which only the
-   * leader answers), up to clusterFollowWindow at once: a replica's copy will not do, as nats-server 2.9.10 has let a
-   * replica's stored messages differ from the leader's after the leader was paused. A consumer on any replica, a
-   * hint() (a sequence the leader gave) and a poll every clusterFollowPollMs tell which sequences exist.
-   * onMessage may throw only to stop the process: the message is not delivered again. The consumer is started anew
+   * Delivers every message from fromSeq on, in order, to onMessage (synchronously, one at a time), until stop().
+   * onMessage may throw only to stop the process: the message is not delivered again. The reader is started anew
    * from the next sequence whenever it ends, and by restart() (the owner's watchdog, when it sees no progress).
    */
   async follow(fromSeq: number, onMessage: (seq: number, data: Uint8Array) => void): Promise<StreamFollower> {
     let next = Math.max(1, fromSeq);
-    /** The highest sequence known to exist; the leader is asked for everything up to it. */
-    let known = next - 1;
     let stopped = false;
     let current: ConsumerMessages | undefined;
-    /** Which consumer is the follower's: one opened before a later restart is stopped, and what it still delivers is dropped. */
+    /** Which reader is the follower's: one opened before a later restart is stopped, and what it still delivers is dropped. */
     let generation = 0;
-    const asked = new Map<number, Promise<Uint8Array | undefined>>();
-    let pumping = false;
-    let trouble: string | undefined;
-    let pollTimer: NodeJS.Timeout | undefined;
-    const pump = async (): Promise<void> => {
-      if (pumping || stopped) return;
-      pumping = true;
-      try {
-        while (!stopped && next <= known) {
-          for (let seq = next; seq <= known && seq < next + clusterFollowWindow; seq++) {
-            if (asked.has(seq)) continue;
-            const answer = this.message(seq);
-            // Dropped unheard when an earlier one fails (asked again then): its refusal is no crash.
-            answer.catch(() => undefined);
-            asked.set(seq, answer);
-          }
-          let data: Uint8Array | undefined;
-          try {
-            data = await asked.get(next)!;
-          } catch (err) {
-            // No leader to answer (an election, NATS gone), or no permission: ask again shortly, for every sequence.
-            trouble = err instanceof Error ? err.message : String(err);
-            asked.clear();
-            await new Promise((resolve) => setTimeout(resolve, clusterReconnectWaitMs));
-            continue;
-          }
-          asked.delete(next);
-          trouble = undefined;
-          if (data === undefined) {
-            // Not stored on the leader (yet, or a replica's message the leader never had): ask again on the next poll.
-            known = next - 1;
-            asked.clear();
-            break;
-          }
-          const seq = next++;
-          onMessage(seq, data);
-        }
-      } finally {
-        pumping = false;
-      }
-    };
-    const learn = (seq: number): void => {
-      if (seq > known) known = seq;
-      // onMessage throws only when the owner stops the process (StreamFollower's contract): nothing more to do here.
-      pump().catch(() => undefined);
-    };
-    const poll = (): void => {
-      if (stopped) return;
-      learn(next);
-      pollTimer = setTimeout(poll, clusterFollowPollMs).unref();
-    };
     const open = async (mine: number): Promise<void> => {
       const consumer = await this.js.consumers.get(this.stream, { opt_start_seq: next, filter_subjects: this.subject });
       if (stopped || mine !== generation) return;
-      // Short expiry and heartbeat: a consumer on a server that died notices in about two heartbeats rather than the defaults' 30 s.
+      // Short expiry and heartbeat: a reader on a server that died notices in about two heartbeats rather than the defaults' 30 s.
       const messages = await consumer.consume({
         callback: (m) => {
-          if (mine === generation) learn(m.seq);
+          if (mine !== generation || m.seq < next) return;
+          next = m.seq + 1;
+          onMessage(m.seq, m.data);
         },
         expires: clusterFollowExpiresMs, idle_heartbeat: clusterFollowHeartbeatMs, max_bytes: clusterFollowBytesMax,
       });
@@ -300,7 +241,7 @@ export class StreamLog {
       current = messages;
       const ended = (): void => { if (!stopped && current === messages) reopen(); };
       void messages.closed().then(ended, ended);
-      // Missed heartbeats: its server is gone or paused. A new consumer at once, rather than the client's own checks
+      // Missed heartbeats: its server is gone or paused. A new reader at once, rather than the client's own checks
       // (a consumer info asked of a server that may not answer, retried with backoff), which took seconds more.
       void (async () => {
         for await (const status of messages.status()) {
@@ -319,17 +260,13 @@ export class StreamLog {
       });
     };
     await open(generation);
-    poll();
     const follower: StreamFollower = {
       stop: () => {
         stopped = true;
-        clearTimeout(pollTimer);
         this.#followers.delete(follower);
         void current?.stop();
       },
       restart: reopen,
-      hint: learn,
-      get trouble() { return trouble; },
     };
     this.#followers.add(follower);
     return follower;

@@ -357,10 +357,6 @@ export const clusterPublishRetryMs = 500;
 /** The stream's reader asks for messages anew this often; a silent server is noticed after two missed heartbeats. */
 export const clusterFollowExpiresMs = 5_000;
 export const clusterFollowHeartbeatMs = 500;
-/** Messages a node's reader asks of the stream's leader at once. */
-export const clusterFollowWindow = 32;
-/** A node's reader asks the leader for the next message this often besides its consumer's news (which a replica may not give). */
-export const clusterFollowPollMs = 250;
 /** How often a node checks that it keeps up with the stream; a reader with no progress while the stream is ahead is started anew. */
 export const clusterFollowCheckMs = 1_000;
 /** A node publishes at most this many failures per second; more are dropped (each node still counts its own). */
