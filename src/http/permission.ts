@@ -42,6 +42,9 @@ export function capabilitiesIn(state: State, caller: Caller, checked: number): n
 
 /** The context a handler is called with (RouteContext): what the pipeline found, and the one door to a change. */
 export class RequestContext<B> implements RouteContext<B> {
+  /** Whether the handler asked for a change: a 404 after that was decided (and confirmed) by the committer. */
+  committed = false;
+
   constructor(
     private readonly decl: RouteDecl,
     readonly params: Readonly<Record<string, string>>,
@@ -57,6 +60,7 @@ export class RequestContext<B> implements RouteContext<B> {
   commit<T>(decide: (state: State, ctx: DecideContext) => Decision<T>, guard?: StateGuard): Promise<T> {
     const { caller, decl } = this;
     const { committer } = this.deps;
+    this.committed = true;
     if (caller === undefined || decl.access === 'public') return committer.commit(decide);
     const access = decl.access;
     // Runs where the change is decided, synchronously (and again on a cluster node that decides again after a

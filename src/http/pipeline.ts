@@ -68,9 +68,9 @@ export interface PipelineDeps {
 }
 
 /**
- * Cluster mode: a GET's 404 decided on this node's state, which may be behind the others', stands only once the node
- * has caught up with the stream's leader and the handler says it again; when it cannot catch up, the 404 says it may
- * be stale. Any other error is passed on as it is.
+ * Cluster mode: a 404 decided on this node's state before any change was asked for, which may be behind the others',
+ * stands only once the node has caught up with the stream's leader and the handler says it again; when it cannot
+ * catch up, the 404 says it may be stale. Any other error is passed on as it is.
  */
 function confirmNotFound(
   err: unknown, strongRead: (waitMs?: number) => Promise<void>, again: () => RouteResult | OverloadedError | Promise<RouteResult | OverloadedError>,
@@ -240,16 +240,19 @@ export function createPipeline(routes: readonly RouteDecl[], deps: PipelineDeps)
       const context = new RequestContext(decl, params, req.query, body, caller, caps, req, deps.routeDeps);
       const answered = (o: RouteResult | OverloadedError): Reply => respond(req, route, params, caller, o);
       const refused = (err: unknown): Reply => failed(req, route, params, caller, err);
-      const strongRead = decl.method === 'GET' ? deps.strongRead : undefined;
+      const { strongRead } = deps;
       if (strongRead !== undefined) {
-        if (wantsStrongRead(req)) return strongRead().then(() => decl.handler(context)).then(answered, refused);
+        if (decl.method === 'GET' && wantsStrongRead(req)) return strongRead().then(() => decl.handler(context)).then(answered, refused);
+        // A 404 from before any change was asked for (a handler's own look-up); the committer confirms its own.
+        const confirm = (err: unknown): Promise<RouteResult | OverloadedError> =>
+          (context.committed ? Promise.reject(err) : confirmNotFound(err, strongRead, () => decl.handler(context)));
         let out: ReturnType<typeof decl.handler>;
         try {
           out = decl.handler(context);
         } catch (err) {
-          return confirmNotFound(err, strongRead, () => decl.handler(context)).then(answered, refused);
+          return confirm(err).then(answered, refused);
         }
-        if (out instanceof Promise) return out.catch((err: unknown) => confirmNotFound(err, strongRead, () => decl.handler(context))).then(answered, refused);
+        if (out instanceof Promise) return out.catch(confirm).then(answered, refused);
         return answered(out);
       }
       const out = decl.handler(context);
