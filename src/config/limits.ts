@@ -342,11 +342,11 @@ export const clusterCommitAttemptsMax = 16;
 export const clusterBarrierAttemptsMax = 16;
 /** Longest a strongly consistent read (X-Consistency: strong) waits for this node to apply what the stream held. */
 export const clusterStrongReadWaitMs = 5_000;
-/** GET /health/ready answers `ready` only when the node applies a barrier published after the question within this. */
+/** GET /health/ready answers `ready` only when the node applies, within this, the sequence the leader gave a barrier published after the question. */
 export const clusterReadyLagMs = 1_000;
 /** One readiness barrier answers every GET /health/ready asked within this of it (load balancers poll). */
 export const clusterReadyProbeMs = 1_000;
-/** Longest a 404 of a GET waits for this node to catch up with the leader before it is given (marked stale if it cannot). */
+/** Longest a 404 decided on this node's state waits for it to catch up with the leader before it is given (marked stale if it cannot). */
 export const clusterStaleCheckWaitMs = 1_000;
 /** Snapshots kept in the cluster's Object Store bucket; the stream is purged below the oldest of them. */
 export const clusterSnapshotsKept = 2;
