@@ -176,11 +176,10 @@ export class ClusterNode {
   }
 
   /**
-   * The stream's last sequence as its leader says: a barrier published expecting `expected` (the sequence this node
-   * has applied unless told).
-   * committed when the leader stored it there (a quorum did: no other leader can have stored anything past it);
-   * otherwise the leader refused it and named the stream's last sequence, which a leader that does not yet know it
-   * was replaced may still do. Never a publish without an expected sequence: nats-server 2.9.10 has stored such
+   * The stream's last sequence as its leader says: a barrier published expecting `expected` (by default the sequence
+   * this node has applied). committed when the leader stored it there (a quorum did: no other leader can have stored
+   * anything past it); otherwise the leader refused it and named the stream's last sequence, which a leader that does
+   * not yet know it was replaced may still do. Never a publish without an expected sequence: nats-server 2.9.10 has stored such
    * messages differently on different replicas.
    */
   async #askLeader(expected = this.replica.appliedSeq): Promise<{ readonly seq: number; readonly committed: boolean }> {
